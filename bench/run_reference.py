@@ -1,0 +1,57 @@
+"""Run PyTorch's own `python <module>.py -p` harness on the compiled modules a sweeper job
+captured, several times each, saving each run's output in <job_dir>/reference/.
+
+    python bench/run_reference.py --runs 3 outputs/<sweep>/0 [more job dirs]
+
+Each run is a fresh process, as by hand; it reads the job's own Inductor and Triton
+caches (so kernels load instead of compiling) and writes its fixed-path trace into a
+private temp folder. Needs the job's GPU. Compare with bench/compare_reference.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from sweeper.record import read_record  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("job_dirs", nargs="+", type=Path)
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    for job_dir in args.job_dirs:
+        record = read_record(job_dir)
+        if record["status"] != "ok":
+            print(f"skip {job_dir}: status {record['status']}")
+            continue
+        out_dir = job_dir / "reference"
+        out_dir.mkdir(exist_ok=True)
+        cache = job_dir / "cache"
+        for m in record["modules"]:
+            for i in range(args.runs):
+                with tempfile.TemporaryDirectory() as tmp:
+                    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"),
+                               TRITON_CACHE_DIR=str(cache / "triton"), TMPDIR=tmp)
+                    t0 = time.time()
+                    proc = subprocess.run([sys.executable, m["source_path"], "-p"], env=env,
+                                          capture_output=True, text=True)
+                    took = time.time() - t0
+                out = out_dir / f"{m['label']}_run{i}.txt"
+                out.write_text(proc.stdout + "\n--- stderr ---\n" + proc.stderr[-20000:]
+                               + f"\n--- exit {proc.returncode}, {took:.1f} s ---\n")
+                line = [l for l in proc.stdout.splitlines() if l.startswith("Output for tabulate")]
+                print(f"{job_dir.name} {m['label']} run {i}: {took:.1f} s exit {proc.returncode} "
+                      f"{line[-1] if line else '(no tabulate line)'}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

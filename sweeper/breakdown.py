@@ -1,0 +1,137 @@
+"""Where the device time goes: per-category totals, kernel tables, busy percentages (pure).
+
+Two busy figures are kept side by side, because they answer different questions:
+
+* ``busy_pct``: the union of kernel intervals over the profiled span. Overlapping kernels
+  count once, so it never exceeds 100%; idle gaps between launches show up as idle.
+* ``busy_pct_reference_style``: summed kernel time per run over the *unprofiled* wall time
+  per run, which is what ``python <module>.py -p`` prints. It can exceed 100% (kernels on
+  several streams, or the profiler stretching kernels), and is kept to compare with it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from typing import Iterable, Sequence
+
+from sweeper.categories import CATEGORIES, REFERENCE_CATEGORIES, categorize, reference_category
+from sweeper.trace import Interval, clip, union_us
+
+
+def spread(values: Sequence[float]) -> dict:
+    """Median and spread of repeated measurements (min, max, interquartile range, CV)."""
+    vals = sorted(float(v) for v in values)
+    if not vals:
+        raise ValueError("spread() of no measurements")
+    med = statistics.median(vals)
+    if len(vals) >= 4:
+        q1, _, q3 = statistics.quantiles(vals, n=4)
+    else:
+        q1, q3 = vals[0], vals[-1]
+    return {
+        "median": med,
+        "min": vals[0],
+        "max": vals[-1],
+        "iqr": q3 - q1,
+        # relative spread: (max - min) / median, in percent
+        "range_pct": (vals[-1] - vals[0]) / med * 100 if med else 0.0,
+        "n": len(vals),
+    }
+
+
+def profiled_span(
+    kernels: Sequence[Interval], ranges: Sequence[tuple[float, float]]
+) -> tuple[float, float] | None:
+    """The span of profiled work: from the start of the first annotated host range to the
+    end of whatever finished last (host range or kernel)."""
+    if not ranges:
+        if not kernels:
+            return None
+        return kernels[0].start_us, max(k.end_us for k in kernels)
+    start = ranges[0][0]
+    end = max(r[1] for r in ranges)
+    later = [k.end_us for k in kernels if k.end_us > start]
+    if later:
+        end = max(end, max(later))
+    return start, end
+
+
+def breakdown(
+    kernels: Iterable[Interval],
+    runs: int,
+    span: tuple[float, float] | None = None,
+    wall_ms: float | None = None,
+) -> dict:
+    """Per-category totals and the kernel table of `runs` profiled runs.
+
+    Times are per run (divided by `runs`). `span` gives busy_pct; `wall_ms` (unprofiled
+    wall time of one run) gives the reference-style figures.
+    """
+    if runs <= 0:
+        raise ValueError("runs must be positive")
+    kernels = list(kernels)
+    per_kernel: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for k in kernels:
+        per_kernel[(k.name, categorize(k.name, k.cat))].append(k.dur_us)
+
+    total_us = sum(k.dur_us for k in kernels)
+    device_ms = total_us / 1000 / runs
+
+    def pct_of_wall(ms: float) -> float | None:
+        return ms / wall_ms * 100 if wall_ms else None
+
+    rows = []
+    for (name, category), durs in per_kernel.items():
+        ms = sum(durs) / 1000 / runs
+        rows.append(
+            {
+                "name": name,
+                "category": category,
+                "device_ms": ms,
+                "count": len(durs) / runs,
+                "share_of_device_pct": ms / device_ms * 100 if device_ms else 0.0,
+                "pct_of_wall": pct_of_wall(ms),
+            }
+        )
+    rows.sort(key=lambda r: r["device_ms"], reverse=True)
+
+    categories: dict[str, dict] = {}
+    for row in rows:
+        c = categories.setdefault(row["category"], {"device_ms": 0.0, "kernels": 0, "launches": 0.0})
+        c["device_ms"] += row["device_ms"]
+        c["kernels"] += 1
+        c["launches"] += row["count"]
+    ordered = {}
+    for cat in list(CATEGORIES) + sorted(set(categories) - set(CATEGORIES)):
+        if cat in categories:
+            c = categories[cat]
+            c["share_of_device_pct"] = c["device_ms"] / device_ms * 100 if device_ms else 0.0
+            c["pct_of_wall"] = pct_of_wall(c["device_ms"])
+            ordered[cat] = c
+
+    reference = {name: 0.0 for name in REFERENCE_CATEGORIES}
+    for cat, c in ordered.items():
+        reference[reference_category(cat)] += c["device_ms"]
+
+    result = {
+        "runs": runs,
+        "device_ms": device_ms,
+        "kernel_launches": len(kernels) / runs,
+        "categories": ordered,
+        # shares of device time in the -p harness's five categories
+        "reference_categories_share_pct": {
+            k: (v / device_ms * 100 if device_ms else 0.0) for k, v in reference.items()
+        },
+        "wall_ms": wall_ms,
+        "busy_pct_reference_style": pct_of_wall(device_ms),
+        "busy_pct": None,
+        "span_ms": None,
+        "kernels": rows,
+    }
+    if span is not None:
+        start, end = span
+        busy_us = union_us(clip(kernels, start, end))
+        result["span_ms"] = (end - start) / 1000
+        result["busy_pct"] = busy_us / (end - start) * 100 if end > start else None
+    return result

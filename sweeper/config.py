@@ -1,0 +1,69 @@
+"""Typed configuration of one job, registered with Hydra's ConfigStore.
+
+The YAML in conf/ only chooses values; every key a user may set is declared here, so a
+typo in a key (``modle=...``) is rejected by Hydra before anything runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Optional
+
+from hydra.core.config_store import ConfigStore
+
+
+class Mode(str, Enum):
+    training = "training"
+    inference = "inference"
+
+
+class Device(str, Enum):
+    auto = "auto"
+    cuda = "cuda"
+    cpu = "cpu"
+
+
+class AmpDtype(str, Enum):
+    # auto: float16 on CUDA (what the seed and PyTorch's timm_models.py --amp use, with a
+    # GradScaler), bfloat16 on CPU (float16 autocast on CPU is slow or unsupported).
+    auto = "auto"
+    float16 = "float16"
+    bfloat16 = "bfloat16"
+
+
+@dataclass
+class MeasureConfig:
+    """How long to measure. Defaults favour steady medians over speed."""
+
+    warmup_steps: int = 5  # after the compiling call; CUDA graphs record in the first ones
+    timed_steps: int = 20  # eager and compiled step time: median of these
+    profile_steps: int = 5  # steps of the real compiled step under the profiler
+    module_rounds: int = 15  # module wall time: rounds of timing, median and spread over them
+    module_calls_per_round: int = 10
+    module_profile_calls: int = 10  # calls of a compiled module under the profiler
+    eager: bool = True  # also time the eager step (for the speedup)
+
+
+@dataclass
+class JobConfig:
+    model: str = "resnet18"  # any timm model name; always built with pretrained=False
+    batch_size: Optional[int] = None  # None: the curated per-model default (sweeper/models.py)
+    image_size: Optional[int] = None  # None: the model's own input size
+    mode: Mode = Mode.training
+    amp: bool = True  # on|off
+    amp_dtype: AmpDtype = AmpDtype.auto
+    cudagraphs: bool = False  # on|off: Inductor's CUDA graphs (triton.cudagraphs)
+    autotune: bool = False  # on|off: Inductor's max_autotune
+    device: Device = Device.auto
+    seed: int = 0
+    # Where the job-private Inductor/Triton cache folders go. None: inside the job folder.
+    cache_root: Optional[str] = None
+    # Seconds a job may run before it is killed and recorded as failed (0: no limit).
+    # Max-autotune compiles of mid-size models take over 10 minutes on an H200.
+    timeout_s: int = 3600
+    measure: MeasureConfig = field(default_factory=MeasureConfig)
+
+
+def register() -> None:
+    ConfigStore.instance().store(name="job_schema", node=JobConfig)

@@ -1,0 +1,138 @@
+"""Run one job in a fresh Python process and always come back with a result record.
+
+A fresh process per job keeps Inductor's in-memory caches, CUDA state and crashes inside
+the job. If the process dies (segfault, CUDA error, OOM kill) or runs past its time
+limit, the launcher writes the failed record itself, with the last lines of the log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from sweeper import __version__
+from sweeper.record import SCHEMA_VERSION, RecordError, read_record, write_record
+
+PHASE_MARK = "[sweeper]"
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def log_tail(path: Path, lines: int = 30) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 16384))
+            return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def failed_record(spec: dict, job_dir: Path, reason: str, duration_s: float) -> dict:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "status": "failed",
+        "reason": reason,
+        "phase": "process",
+        "job": {
+            "id": spec.get("job_id"),
+            "dir": str(job_dir),
+            "overrides": spec.get("overrides", []),
+            "sweeper_version": __version__,
+            "duration_s": round(duration_s, 3),
+        },
+        "config": spec["config"],
+        "environment": None,
+        "timings": {},
+        "step": None,
+        "modules": [],
+        "artifacts": {"log": str(job_dir / "job.log"), "traces": {}, "modules": {}},
+        "log_tail": log_tail(job_dir / "job.log"),
+    }
+
+
+def run_job_process(
+    spec: dict,
+    job_dir: Path,
+    timeout_s: float | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
+    """Run `python -m tasks.job job_dir`, relay its phase lines to `progress`, and return
+    its result record (written by the job, or here when the process did not write one)."""
+    job_dir.mkdir(parents=True, exist_ok=True)
+    (job_dir / "job.json").write_text(json.dumps(spec, indent=1, default=str))
+    stale = job_dir / "result.json"
+    if stale.exists():
+        stale.unlink()
+    log_path = job_dir / "job.log"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    started = time.time()
+    with open(log_path, "wb") as log:
+        # A session of its own, so that a timeout kills the job's compile workers too.
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tasks.job", str(job_dir)],
+            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(_REPO_ROOT),
+            start_new_session=True,
+        )
+        reason = None
+        offset = 0
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=1.0)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                offset = _relay(log_path, offset, progress)
+                if timeout_s and time.time() - started > timeout_s:
+                    _kill(proc)
+                    reason = f"timed out after {timeout_s:.0f} s (timeout_s); the process was killed"
+                    break
+        except BaseException:
+            _kill(proc)  # Ctrl-C: leave no orphaned compile behind
+            raise
+        _relay(log_path, offset, progress)
+    duration = time.time() - started
+    if reason is None:
+        try:
+            return read_record(job_dir)
+        except RecordError as e:
+            code = proc.returncode
+            how = f"killed by signal {-code}" if code and code < 0 else f"exited with code {code}"
+            reason = f"job process {how} without a valid result record ({e})"
+    record = failed_record(spec, job_dir, reason, duration)
+    write_record(job_dir, record)
+    return record
+
+
+def _relay(log_path: Path, offset: int, progress: Callable[[str], None] | None) -> int:
+    if progress is None:
+        return offset
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(offset)
+            chunk = f.read()
+    except OSError:
+        return offset
+    end = chunk.rfind(b"\n") + 1
+    for line in chunk[:end].decode("utf-8", "replace").splitlines():
+        if line.startswith(PHASE_MARK):
+            progress(line[len(PHASE_MARK):].strip())
+    return offset + end
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()

@@ -1,0 +1,80 @@
+"""The result record of one job: result.json, its schema version, atomic writes.
+
+docs/result-schema.md documents every field; bump SCHEMA_VERSION on any change that a
+reader of older records must know about.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+RESULT_FILE = "result.json"
+STATUSES = ("ok", "failed", "skipped")
+
+
+class RecordError(ValueError):
+    """A result.json that is missing, truncated, or not of a schema this version reads."""
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write via a temporary file in the same folder and rename: readers, and a sweep
+    killed mid-write, see either the old file or the whole new one, never half of it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; results are meant to be read
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_record(job_dir: str | Path, record: dict[str, Any]) -> Path:
+    check_record(record, source="record to write")
+    path = Path(job_dir) / RESULT_FILE
+    atomic_write_text(path, json.dumps(record, indent=1, sort_keys=False, default=str) + "\n")
+    return path
+
+
+def read_record(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if path.is_dir():
+        path = path / RESULT_FILE
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RecordError(f"{path}: no result record (the job did not finish)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise RecordError(
+            f"{path}: corrupt or truncated result record ({e}); re-run the job to replace it"
+        ) from None
+    check_record(record, source=str(path))
+    return record
+
+
+def check_record(record: Any, source: str) -> None:
+    if not isinstance(record, dict):
+        raise RecordError(f"{source}: a result record must be a JSON object")
+    version = record.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise RecordError(
+            f"{source}: schema_version {version!r}, this sweeper reads {SCHEMA_VERSION}"
+        )
+    missing = [k for k in ("status", "job", "config") if k not in record]
+    if missing:
+        raise RecordError(f"{source}: missing fields {missing}")
+    if record["status"] not in STATUSES:
+        raise RecordError(f"{source}: status {record['status']!r} is not one of {STATUSES}")
+    if record["status"] != "ok" and not record.get("reason"):
+        raise RecordError(f"{source}: a {record['status']} record must give its reason")

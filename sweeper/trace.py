@@ -1,0 +1,133 @@
+"""Read PyTorch profiler Chrome traces into plain kernel intervals (pure: no torch).
+
+Working from the exported trace file rather than from live profiler objects means the
+same code analyses a trace taken a minute ago in this process and one captured on the
+GPU machine last week (tests/fixtures), and a user can re-analyse any job's trace.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+# Trace categories of device-side activity. Everything else in a GPU trace (cpu_op,
+# cuda_runtime, python_function, ...) happens on the host.
+DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
+
+# Inductor's C++ kernels, visible with cpp.enable_kernel_profile: "graph_0_cpp_fused_add_3".
+CPP_KERNEL_RE = re.compile(r"(^|_)cpp_fused|(^|_)cpp_kernel")
+# Host-side wrappers that contain the ops doing the work; the ops inside them are counted.
+_CPU_WRAPPER_PREFIXES = ("autograd::", "torch::autograd::", "Optimizer.", "cudaGraph")
+
+
+class TraceError(ValueError):
+    """A trace file that cannot be read as a PyTorch profiler Chrome trace."""
+
+
+@dataclass(frozen=True)
+class Interval:
+    name: str
+    cat: str  # the trace's own category: kernel, gpu_memcpy, gpu_memset, cpu_op
+    start_us: float
+    dur_us: float
+
+    @property
+    def end_us(self) -> float:
+        return self.start_us + self.dur_us
+
+
+def load_trace(path: str | Path) -> list[dict]:
+    """The complete ('X') events of a Chrome trace, plain or gzip-compressed."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise TraceError(f"cannot read trace {path}: {e}") from e
+    events = data.get("traceEvents") if isinstance(data, dict) else data
+    if not isinstance(events, list):
+        raise TraceError(f"{path} has no traceEvents list: not a profiler Chrome trace")
+    return [e for e in events if isinstance(e, dict) and e.get("ph") == "X"]
+
+
+def device_kernels(events: Iterable[dict]) -> list[Interval]:
+    """GPU kernels, memcpys and memsets, in start order."""
+    out = [
+        Interval(e["name"], e["cat"], float(e["ts"]), float(e.get("dur", 0.0)))
+        for e in events
+        if e.get("cat") in DEVICE_CATS
+    ]
+    out.sort(key=lambda i: i.start_us)
+    return out
+
+
+def _is_cpu_work(name: str) -> bool:
+    if name.startswith(_CPU_WRAPPER_PREFIXES):
+        return False
+    return bool(CPP_KERNEL_RE.search(name)) or "::" in name
+
+
+def cpu_kernels(events: Iterable[dict]) -> list[Interval]:
+    """The CPU's 'kernels': Inductor C++ kernels and ATen/oneDNN ops, outermost only.
+
+    ATen ops nest (aten::convolution > aten::_convolution > aten::mkldnn_convolution);
+    keeping only the outermost op of each nest counts every microsecond once.
+    """
+    by_thread: dict[object, list[dict]] = {}
+    for e in events:
+        if e.get("cat") == "cpu_op" and _is_cpu_work(e.get("name", "")):
+            by_thread.setdefault(e.get("tid"), []).append(e)
+    out: list[Interval] = []
+    for evs in by_thread.values():
+        evs.sort(key=lambda e: (float(e["ts"]), -float(e.get("dur", 0.0))))
+        outer_end = float("-inf")
+        for e in evs:
+            start, dur = float(e["ts"]), float(e.get("dur", 0.0))
+            if start + dur <= outer_end:
+                continue  # nested inside the current outermost op
+            outer_end = start + dur
+            out.append(Interval(e["name"], "cpu_op", start, dur))
+    out.sort(key=lambda i: i.start_us)
+    return out
+
+
+def annotation_ranges(events: Iterable[dict], name: str) -> list[tuple[float, float]]:
+    """Host-side record_function ranges with this exact name, as (start, end) in us."""
+    ranges = [
+        (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0.0)))
+        for e in events
+        if e.get("name") == name and e.get("cat") in ("user_annotation", "cpu_op")
+    ]
+    ranges.sort()
+    return ranges
+
+
+def union_us(intervals: Iterable[tuple[float, float]]) -> float:
+    """Length of the union of (start, end) intervals."""
+    total = 0.0
+    cur_start = cur_end = None
+    for start, end in sorted(intervals):
+        if cur_end is None or start > cur_end:
+            if cur_end is not None:
+                total += cur_end - cur_start
+            cur_start, cur_end = start, end
+        else:
+            cur_end = max(cur_end, end)
+    if cur_end is not None:
+        total += cur_end - cur_start
+    return total
+
+
+def clip(intervals: Iterable[Interval], start: float, end: float) -> list[tuple[float, float]]:
+    """Intervals cut to [start, end], empty ones dropped."""
+    out = []
+    for i in intervals:
+        s, e = max(i.start_us, start), min(i.end_us, end)
+        if e > s:
+            out.append((s, e))
+    return out

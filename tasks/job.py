@@ -1,0 +1,262 @@
+"""One job, end to end, in a fresh process:  python -m tasks.job <job_dir>
+
+Reads <job_dir>/job.json (written by the launcher), runs the chain, writes
+<job_dir>/result.json. Each phase prints a "[sweeper] phase ..." line, which the launcher
+relays as progress, so that a long compile never looks like a hang.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sweeper import __version__
+from sweeper.record import SCHEMA_VERSION, write_record
+
+PHASE_MARK = "[sweeper]"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def say(msg: str) -> None:
+    print(f"{PHASE_MARK} {msg}", flush=True)
+
+
+def prepare_process(cfg: dict, job_dir: Path) -> Path:
+    """Environment that Inductor and Triton read at import: must run before torch loads.
+    The cache folders are the job's own, so concurrent jobs never share temp paths."""
+    root = job_dir / "cache"
+    if cfg.get("cache_root"):
+        root = Path(cfg["cache_root"]) / f"{job_dir.parent.name}-{job_dir.name}"
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(root / "inductor")
+    os.environ["TRITON_CACHE_DIR"] = str(root / "triton")
+    os.environ["TORCHINDUCTOR_BENCHMARK_KERNEL"] = "1"  # get_args()/kernel harnesses
+    os.environ["TORCHINDUCTOR_UNIQUE_KERNEL_NAMES"] = "1"  # triton_poi_/red_/per_ names
+    os.environ["TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE"] = "1"  # C++ kernels in CPU traces
+    return root
+
+
+def compile_mode(autotune: bool, cudagraphs: bool) -> str:
+    """torch.compile's own mode names for the variant, so a user can repeat it by hand."""
+    if autotune:
+        return "max-autotune" if cudagraphs else "max-autotune-no-cudagraphs"
+    return "reduce-overhead" if cudagraphs else "default"
+
+
+class Skip(Exception):
+    """The combination cannot run here (not a failure): recorded as skipped."""
+
+
+def run(spec: dict, job_dir: Path) -> dict:
+    cfg = spec["config"]
+    started = time.time()
+    record = {
+        "schema_version": SCHEMA_VERSION,
+        "status": "failed",
+        "reason": None,
+        "phase": "start",
+        "job": {
+            "id": spec.get("job_id"),
+            "dir": str(job_dir),
+            "overrides": spec.get("overrides", []),
+            "sweeper_version": __version__,
+            "started_at": _now(),
+        },
+        "config": dict(cfg),
+        "environment": None,
+        "timings": {"phase_s": {}},
+        "step": None,
+        "modules": [],
+        "artifacts": {"log": str(job_dir / "job.log"), "traces": {}, "modules": {}},
+    }
+    phase_started = time.time()
+
+    def phase(name: str) -> None:
+        nonlocal phase_started
+        now = time.time()
+        record["timings"]["phase_s"][record["phase"]] = round(now - phase_started, 3)
+        record["phase"], phase_started = name, now
+        say(f"phase {name}")
+
+    try:
+        _chain(cfg, job_dir, record, phase)
+        phase("done")
+        record["status"] = "ok"
+    except Skip as e:
+        record["status"], record["reason"] = "skipped", str(e)
+        say(f"skipped: {e}")
+    except Exception as e:  # noqa: BLE001 - every failure becomes the job's status
+        record["status"], record["reason"] = "failed", _reason(e, cfg)
+        traceback.print_exc()
+        say(f"failed in phase {record['phase']}: {record['reason']}")
+    finally:
+        record["job"]["finished_at"] = _now()
+        record["job"]["duration_s"] = round(time.time() - started, 3)
+    return record
+
+
+def _reason(e: Exception, cfg: dict) -> str:
+    import torch
+
+    if isinstance(e, torch.OutOfMemoryError):
+        return f"out of GPU memory at batch size {cfg.get('batch_size')}: {str(e).splitlines()[0]}"
+    msg = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {msg[0] if msg else ''}"[:500]
+
+
+def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
+    import torch
+    import torch._inductor.config as inductor_config
+
+    from sweeper.models import check_model_name, default_batch_size
+    from tasks import environment
+    from tasks.capture import InputCapture, ModuleCapture, copy_modules
+    from tasks.modules_profile import profile_module, skipped_module, time_module
+    from tasks.profiling import analyse, profile_calls
+    from tasks.timing import peak_memory_mb, peak_memory_reset, synchronize, time_calls
+    from tasks.workload import build_workload, resolve_amp_dtype
+    from sweeper.breakdown import spread
+
+    phase("setup")
+    device = cfg["device"]
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device=cuda but this machine has no usable CUDA GPU; use device=auto or device=cpu")
+    record["environment"] = environment.describe(device)
+    if cfg["cudagraphs"] and device != "cuda":
+        raise Skip("cudagraphs=on needs a CUDA device; this job runs on the CPU")
+    check_model_name(cfg["model"])
+    batch = cfg.get("batch_size") or default_batch_size(cfg["model"], device)
+    training = cfg["mode"] == "training"
+    amp_dtype = resolve_amp_dtype(cfg["amp"], cfg["amp_dtype"], device)
+    mode = compile_mode(cfg["autotune"], cfg["cudagraphs"])
+    measure = cfg["measure"]
+
+    inductor_config.benchmark_kernel = True
+    inductor_config.triton.unique_kernel_names = True
+    inductor_config.cpp.enable_kernel_profile = True
+    record["config"].update(
+        device=device,
+        batch_size=batch,
+        amp_dtype=str(amp_dtype).replace("torch.", "") if amp_dtype else None,
+        compile_mode=mode,
+        inductor_options=torch._inductor.list_mode_options(mode) if mode != "default" else {},
+        optimizer_step_compiled=False,
+    )
+    say(f"model={cfg['model']} device={device} batch={batch} mode={cfg['mode']} compile_mode={mode}")
+
+    phase("build")
+    w = build_workload(cfg["model"], batch, cfg.get("image_size"), training, amp_dtype, device, cfg.get("seed", 0))
+    record["config"]["image_size"] = w.image_size
+    timings = record["timings"]
+
+    if measure["eager"]:
+        phase("eager")
+        eager_step = w.make_step(w.forward_fn())
+        for _ in range(2):
+            eager_step()
+        peak_memory_reset(device)
+        timings["eager_step_ms"] = spread(time_calls(eager_step, measure["timed_steps"], device))
+        timings["eager_peak_memory_mb"] = peak_memory_mb(device)
+
+    phase("compile")
+    torch._dynamo.reset()
+    compiled = torch.compile(w.forward_fn(), mode=None if mode == "default" else mode)
+    step = w.make_step(compiled)
+    if cfg["cudagraphs"]:
+        inner = step
+
+        def step():  # cudagraph trees need each step marked, or outputs get overwritten
+            torch.compiler.cudagraph_mark_step_begin()
+            return inner()
+
+    capture = ModuleCapture()
+    with capture:
+        t0 = time.time()
+        step()
+        synchronize(device)
+        timings["compile_s"] = round(time.time() - t0, 3)  # first call, compile included
+        phase("warmup")
+        t0 = time.time()
+        for _ in range(measure["warmup_steps"]):
+            step()
+        synchronize(device)
+        timings["warmup_s"] = round(time.time() - t0, 3)
+    if not capture.modules:
+        raise RuntimeError("no compiled module was captured: Inductor produced no wrapper code")
+    with InputCapture(capture.modules) as real_inputs:
+        step()  # one more warm-up step, keeping a copy of each module's real inputs
+        synchronize(device)
+
+    phase("timing")
+    peak_memory_reset(device)
+    timings["compiled_step_ms"] = spread(time_calls(step, measure["timed_steps"], device))
+    timings["peak_memory_mb"] = peak_memory_mb(device)
+    if "eager_step_ms" in timings:
+        timings["speedup"] = timings["eager_step_ms"]["median"] / timings["compiled_step_ms"]["median"]
+
+    phase("time_modules")  # every unprofiled measurement comes before any profile
+    record["artifacts"]["modules"] = copy_modules(capture.modules, job_dir / "modules")
+    entries = []
+    for m in capture.modules:
+        say(f"time module {m.label()}")
+        if cfg["cudagraphs"]:
+            # Under CUDA graphs the wrapper's own call() records a new graph for inputs
+            # at new addresses: on an H200 a resnet18 forward took 2 s a call that way.
+            # The module view is the same code as the cudagraphs=off job's; the step
+            # view above includes the graphs.
+            entry = skipped_module(m, "module view not taken under cudagraphs=on: see the "
+                                      "same job with cudagraphs=off (same wrapper code)")
+        else:
+            try:
+                entry = time_module(m, device, measure, real_inputs.inputs.pop(m.path, None))
+            except Exception as e:  # noqa: BLE001 - one module's failure is noted, not fatal
+                entry = skipped_module(m, f"module run failed: {_reason(e, cfg)}")
+                entry["status"] = "failed"
+        entry["artifact"] = record["artifacts"]["modules"][m.label()]
+        entries.append(entry)
+    del real_inputs
+
+    phase("profile_step")
+    trace = job_dir / "traces" / "step.json.gz"
+    events = profile_calls(step, measure["profile_steps"], device, "sweeper.step", trace)
+    record["step"] = analyse(events, device, "sweeper.step", measure["profile_steps"],
+                             timings["compiled_step_ms"]["median"])
+    record["artifacts"]["traces"]["step"] = str(trace)
+    del events
+
+    phase("profile_modules")
+    for entry in entries:
+        say(f"profile module {entry['label']}")
+        try:
+            profile_module(entry, device, measure, job_dir / "traces" / f"{entry['label']}.json.gz")
+        except Exception as e:  # noqa: BLE001
+            entry.update(status="failed", note=f"module profile failed: {_reason(e, cfg)}")
+        record["modules"].append(entry)
+        if entry.get("trace"):
+            record["artifacts"]["traces"][entry["label"]] = entry["trace"]
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m tasks.job <job_dir>", file=sys.stderr)
+        return 2
+    job_dir = Path(argv[1]).resolve()
+    spec = json.loads((job_dir / "job.json").read_text())
+    prepare_process(spec["config"], job_dir)
+    record = run(spec, job_dir)
+    write_record(job_dir, record)
+    say(f"status {record['status']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

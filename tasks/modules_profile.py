@@ -1,0 +1,78 @@
+"""The per-module view (what `python <module>.py -p` prints), measured in the job's own
+process on the module objects it already loaded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from sweeper.breakdown import spread
+from tasks.capture import CapturedModule, loaded_module
+from tasks.profiling import analyse, profile_calls
+from tasks.timing import time_calls
+
+
+def _entry(m: CapturedModule) -> dict:
+    return {
+        "label": m.label(),
+        "role": m.role,
+        "graph_id": m.graph_id,
+        "frame_id": m.frame_id,
+        "frame_compile_id": m.frame_compile_id,
+        "source_path": m.path,
+        "status": "ok",
+        "note": None,
+        "inputs": None,
+        "wall_ms": None,
+        "breakdown": None,
+        "trace": None,
+    }
+
+
+def skipped_module(m: CapturedModule, note: str) -> dict:
+    entry = _entry(m)
+    entry.update(status="skipped", note=note)
+    return entry
+
+
+def time_module(m: CapturedModule, device: str, measure: dict, inputs: list | None) -> dict:
+    """Unprofiled wall time of one compiled module, run on `inputs` (the real inputs of a
+    step, see capture.InputCapture) or else its own get_args(). Returns the module's
+    entry of the record; profile_module() completes it."""
+    entry = _entry(m)
+    mod = loaded_module(m.path)
+    if inputs is not None:
+        args, entry["inputs"] = inputs, "captured from a real step"
+    elif hasattr(mod, "get_args"):
+        args, entry["inputs"] = mod.get_args(), "get_args() (random benchmark inputs)"
+    else:
+        return skipped_module(m, "no inputs: the step never called this module and it has no get_args()")
+
+    def call():
+        return mod.call(list(args))  # call() clears the list it is given
+
+    for _ in range(3):
+        call()
+    # Wall time: many rounds after a warm-up, median and spread, because every percentage
+    # of the reference harness is relative to this one number (see breakdown.py).
+    samples = time_calls(call, measure["module_rounds"], device, measure["module_calls_per_round"])
+    entry["wall_ms"] = spread(samples)
+    entry["_call"] = call  # kept for profile_module(), dropped from the record
+    return entry
+
+
+def profile_module(entry: dict, device: str, measure: dict, trace_path: Path) -> dict:
+    """Profile the module's calls (after every unprofiled timing of the job: a profiler
+    session can leave per-launch overhead behind) and break its device time down."""
+    call = entry.pop("_call", None)
+    if call is None:
+        return entry
+    events = profile_calls(call, measure["module_profile_calls"], device, "sweeper.call", trace_path)
+    entry["breakdown"] = analyse(events, device, "sweeper.call", measure["module_profile_calls"],
+                                 entry["wall_ms"]["median"])
+    entry["trace"] = str(trace_path)
+    del call, events
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return entry

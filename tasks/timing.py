@@ -1,0 +1,51 @@
+"""Timing on the job's device: CUDA events on a GPU, perf_counter on a CPU."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import torch
+
+
+def synchronize(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_calls(fn: Callable[[], object], n: int, device: str, calls_per_sample: int = 1) -> list[float]:
+    """`n` samples of the mean milliseconds of one call, each sample `calls_per_sample`
+    back-to-back calls. On a GPU the events sit in the stream, so a sample is the time
+    from its first launch to its last kernel's end: the steady-state time whether the
+    step is bound by the GPU or by the host launching work."""
+    samples = []
+    if device == "cuda":
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+        synchronize(device)
+        for start, end in events:
+            start.record()
+            for _ in range(calls_per_sample):
+                fn()
+            end.record()
+        torch.cuda.synchronize()
+        samples = [s.elapsed_time(e) / calls_per_sample for s, e in events]
+    else:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            for _ in range(calls_per_sample):
+                fn()
+            samples.append((time.perf_counter() - t0) * 1000 / calls_per_sample)
+    return samples
+
+
+def peak_memory_reset(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+
+
+def peak_memory_mb(device: str) -> float | None:
+    """Peak allocated device memory since the last reset (None on a CPU: the process's
+    resident peak includes the compiler and says little about the model)."""
+    if device == "cuda":
+        return torch.cuda.max_memory_allocated() / 2**20
+    return None

@@ -1,0 +1,127 @@
+"""The whole chain, for real, on the CPU: Hydra CLI -> job process -> torch.compile of a
+small timm model -> captured modules -> profiles -> result.json."""
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sweeper.record import read_record
+from sweeper.trace import load_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = ["image_size=32", "batch_size=2", "measure.timed_steps=3", "measure.warmup_steps=2",
+         "measure.profile_steps=2", "measure.module_rounds=3", "measure.module_calls_per_round=2",
+         "measure.module_profile_calls=2"]
+
+
+def sweep(sweep_dir, *overrides, timeout=900):
+    return subprocess.run(
+        [sys.executable, "-m", "sweeper", *overrides, f"hydra.sweep.dir={sweep_dir}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def training_job(tmp_path_factory):
+    d = tmp_path_factory.mktemp("train")
+    proc = sweep(d, "model=test_resnet", *SMALL)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return d / "0", proc
+
+
+@pytest.mark.slow
+def test_training_job_record(training_job):
+    job_dir, proc = training_job
+    rec = read_record(job_dir)
+    assert rec["status"] == "ok", rec.get("reason")
+    assert rec["config"]["device"] == "cpu" and rec["config"]["batch_size"] == 2
+    assert rec["config"]["amp_dtype"] == "bfloat16"
+    assert rec["environment"]["torch"] and rec["environment"]["timm"]
+    t = rec["timings"]
+    assert t["compile_s"] > 0 and t["compiled_step_ms"]["median"] > 0 and t["speedup"] > 0
+    assert set(t["phase_s"]) >= {"compile", "profile_step", "profile_modules"}
+    # progress was relayed to the console, phase by phase
+    assert "phase compile" in proc.stdout and "phase done" in proc.stdout
+
+
+@pytest.mark.slow
+def test_training_job_captures_forward_and_backward(training_job):
+    job_dir, _ = training_job
+    rec = read_record(job_dir)
+    roles = [m["role"] for m in rec["modules"]]
+    assert roles == ["forward", "backward"]
+    for m in rec["modules"]:
+        assert m["status"] == "ok", m["note"]
+        assert m["inputs"] == "captured from a real step"
+        assert Path(m["artifact"]).read_text().count("def call") >= 1
+        b = m["breakdown"]
+        # the CPU's two kinds of work: Inductor's C++ kernels and ATen/oneDNN library ops
+        assert b["categories"]["cpp_kernel"]["device_ms"] > 0
+        assert b["categories"]["library_mm_conv"]["device_ms"] > 0
+        assert 0 < b["busy_pct"] <= 100
+        assert m["wall_ms"]["n"] == 3
+        assert any(k["name"].startswith("graph_") and "cpp_fused" in k["name"] for k in b["kernels"])
+
+
+@pytest.mark.slow
+def test_training_job_step_breakdown_and_traces(training_job):
+    job_dir, _ = training_job
+    rec = read_record(job_dir)
+    step = rec["step"]
+    assert step["runs"] == 2
+    assert 0 < step["busy_pct"] <= 100
+    assert abs(sum(c["share_of_device_pct"] for c in step["categories"].values()) - 100) < 1e-6
+    traces = rec["artifacts"]["traces"]
+    assert set(traces) == {"step", "forward_0", "backward_1"}
+    for path in traces.values():
+        assert path.endswith(".json.gz") and Path(path).parent == job_dir / "traces"
+        assert load_trace(path)
+
+
+@pytest.mark.slow
+def test_cache_hit_still_captures_modules(training_job, tmp_path):
+    """Run the same job again with its warm cache: Inductor prints no 'Compiled module
+    path:' line on an FX-graph-cache hit, and sweeper must still find both modules."""
+    job_dir, _ = training_job
+    again = tmp_path / "again"
+    (again / "0").mkdir(parents=True)
+    subprocess.run(["cp", "-r", str(job_dir / "cache"), str(again / "0")], check=True)
+    proc = sweep(again, "model=test_resnet", "measure.eager=false", *SMALL)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    log = (again / "0" / "job.log").read_text()
+    assert "Compiled module path" not in log
+    rec = read_record(again / "0")
+    assert [m["role"] for m in rec["modules"]] == ["forward", "backward"]
+    assert rec["timings"]["compile_s"] < read_record(job_dir)["timings"]["compile_s"]
+
+
+@pytest.mark.slow
+def test_sweep_expands_and_skips_what_cannot_run(tmp_path):
+    proc = sweep(tmp_path, "model=test_resnet", "mode=inference", "cudagraphs=on,off", *SMALL)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    on, off = read_record(tmp_path / "0"), read_record(tmp_path / "1")
+    assert on["config"]["cudagraphs"] is True
+    assert on["status"] == "skipped" and "needs a CUDA device" in on["reason"]
+    assert off["status"] == "ok"
+    assert [m["role"] for m in off["modules"]] == ["inference"]
+
+
+def test_unknown_model_fails_with_closest_names(tmp_path):
+    proc = sweep(tmp_path, "model=resnet_18", timeout=300)
+    assert proc.returncode == 1
+    rec = read_record(tmp_path / "0")
+    assert rec["status"] == "failed"
+    assert "unknown model 'resnet_18'" in rec["reason"] and "resnet18" in rec["reason"]
+    assert "1 of 1 jobs failed" in proc.stderr
+
+
+def test_job_past_its_time_limit_is_killed_and_recorded(tmp_path):
+    proc = sweep(tmp_path, "model=test_resnet", "timeout_s=2", timeout=300)
+    assert proc.returncode == 1
+    rec = read_record(tmp_path / "0")
+    assert rec["status"] == "failed" and "timed out after 2 s" in rec["reason"]
+    assert "log_tail" in rec

@@ -1,0 +1,43 @@
+from sweeper import module_source as ms
+
+from conftest import read_text
+
+
+def test_roles_of_real_h200_modules(h200):
+    fwd = read_text(h200 / "resnet18_forward_0.py.gz")
+    bwd = read_text(h200 / "resnet18_backward_1.py.gz")
+    assert ms.module_role(fwd) == ms.FORWARD
+    assert ms.module_role(bwd) == ms.BACKWARD
+    assert ms.is_compiled_module(fwd) and ms.is_compiled_module(bwd)
+
+
+def test_kernel_paths_of_real_h200_module(h200):
+    info = ms.parse_module(read_text(h200 / "resnet18_forward_0.py.gz"))
+    assert info.has_get_args and info.has_call
+    triton = {n: p for n, p in info.kernels.items() if n.startswith("triton_")}
+    assert len(triton) > 10
+    assert all(p and p.endswith(".py") for p in triton.values())
+    assert any(n.startswith("triton_poi_") for n in triton)
+    assert any(n.startswith("triton_red_") for n in triton)
+
+
+def test_kernel_files_are_not_compiled_modules(h200):
+    for kind in ("triton_poi", "triton_red", "triton_per"):
+        src = (h200 / f"{kind}.py").read_text()
+        assert not ms.is_compiled_module(src)
+        assert "triton_heuristics" in src  # the decorator that also tells the kind
+
+
+def test_inference_role_and_inline_cpp_kernels():
+    src = '''
+cpp_fused_relu_0 = async_compile.cpp_pybinding(['const float*', 'float*'], r\'\'\'
+extern "C" void kernel() {}
+\'\'\')
+
+def call(args):
+    arg0_1, arg1_1 = args
+    args.clear()
+'''
+    info = ms.parse_module(src)
+    assert info.role == ms.INFERENCE
+    assert info.kernels == {"cpp_fused_relu_0": None}
