@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The H200 runs behind issue 2's figures (bench/results/h200_issue2.md). Run from the repo
-# root on the GPU machine after the set-up in docs/gpu.md:
+# root on the GPU machine after the set-up in docs/gpu.md (with Ray's wheel, or add
+# hydra/launcher=basic to each sweep):
 #     S=/tmp/gpu setsid bash bench/h200_issue2.sh > /tmp/gpu.log 2>&1 &
 # Writes everything under $S and a bundle $S/bundle.tgz (caches left out).
 set -u

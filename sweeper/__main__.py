@@ -2,65 +2,73 @@
 
 Comma lists sweep without -m (the primary config sets hydra.mode=MULTIRUN):
     python -m sweeper model=mixnet_l,densenet121 autotune=on,off
+
+Jobs run on Ray by default (hydra_plugins/sweeper_ray). With hydra/launcher=basic they run
+here, one after another, each still in its own process.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from sweeper import summary as sm
 from sweeper.config import register
 from sweeper.launch import run_job_process
 
 register()
 
-# Statuses of the jobs this process ran, for the exit code (Hydra's basic launcher runs
-# jobs in this process, one after another).
-_finished: list[tuple[str, str, str | None, str]] = []
-
-
-def _job_name(overrides: list[str]) -> str:
-    return " ".join(overrides) or "defaults"
+# Jobs run through the task function below (Hydra's basic launcher only).
+_basic: dict = {"jobs": [], "started": time.time(), "sweep_dir": None}
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base="1.3")
 def run_one(cfg: DictConfig) -> str:
     hc = HydraConfig.get()
-    job_dir = hc.runtime.output_dir
+    job_dir = Path(hc.runtime.output_dir)
     overrides = list(hc.overrides.task)
-    name = _job_name(overrides)
+    num = int(hc.job.num) if hc.job.get("num") is not None else 0
     spec = {
-        "job_id": str(hc.job.num) if hc.job.get("num") is not None else "0",
+        "job_id": str(num),
         "overrides": overrides,
         "config": OmegaConf.to_container(cfg, resolve=True, enum_to_str=True),
     }
     t0 = time.time()
-    print(f"[job {spec['job_id']}] {name} -> {job_dir}", flush=True)
+    print(f"[job {num}] {' '.join(overrides) or 'defaults'} -> {job_dir}", flush=True)
 
     def progress(line: str) -> None:
-        print(f"[job {spec['job_id']} {time.time() - t0:6.0f}s] {line}", flush=True)
+        print(f"[job {num}] {time.time() - t0:5.0f}s {line}", flush=True)
 
-    from pathlib import Path
-
-    record = run_job_process(spec, Path(job_dir), cfg.timeout_s or None, progress)
-    _finished.append((name, record["status"], record.get("reason"), job_dir))
+    record = run_job_process(spec, job_dir, cfg.timeout_s or None, progress)
+    _basic["sweep_dir"] = job_dir.parent
+    _basic["jobs"].append(sm.job_entry(num, overrides, job_dir, record))
+    sm.write_summary(job_dir.parent, _basic["jobs"], _basic["started"], sys.argv[1:], done=False)
     return record["status"]
 
 
 def main() -> None:
-    run_one()
-    failed = [f for f in _finished if f[1] == "failed"]
-    for name, status, reason, job_dir in _finished:
-        tail = f": {reason}" if reason else ""
-        print(f"{status:8s} {name}{tail}  ({job_dir})")
-    if failed:
-        print(f"{len(failed)} of {len(_finished)} jobs failed; each job's log is job.log in its folder.",
-              file=sys.stderr)
-        sys.exit(1)
+    interrupted = False
+    try:
+        run_one()
+    except KeyboardInterrupt:
+        interrupted = True
+    sweep = sm.LAST_SWEEP
+    if sweep is None and _basic["jobs"]:
+        sm.write_summary(_basic["sweep_dir"], _basic["jobs"], _basic["started"], sys.argv[1:], done=not interrupted)
+        sweep = {"sweep_dir": _basic["sweep_dir"], "jobs": _basic["jobs"], "command": sys.argv[1:]}
+    if sweep is not None:
+        text, failed = sm.closing_report(sweep["jobs"], sweep["sweep_dir"], sweep["command"])
+        print(text, flush=True)
+        print(f"summary: {Path(sweep['sweep_dir']) / sm.SUMMARY_FILE}", flush=True)
+        if failed:
+            sys.exit(1)
+    if interrupted:
+        sys.exit(130)
 
 
 if __name__ == "__main__":

@@ -63,6 +63,9 @@ class JobConfig:
     # Max-autotune compiles of mid-size models take over 10 minutes on an H200.
     timeout_s: int = 3600
     measure: MeasureConfig = field(default_factory=MeasureConfig)
+    # For tests of failure handling only: crash (SIGSEGV), hang, or raise, in the job
+    # process right after setup.
+    debug_fault: Optional[str] = None
 
 
 def register() -> None:

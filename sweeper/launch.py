@@ -79,7 +79,7 @@ def run_job_process(
         proc = subprocess.Popen(
             [sys.executable, "-m", "tasks.job", str(job_dir)],
             stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(_REPO_ROOT),
-            start_new_session=True,
+            start_new_session=True, preexec_fn=_die_with_parent,
         )
         reason = None
         offset = 0
@@ -126,6 +126,17 @@ def _relay(log_path: Path, offset: int, progress: Callable[[str], None] | None) 
         if line.startswith(PHASE_MARK):
             progress(line[len(PHASE_MARK):].strip())
     return offset + end
+
+
+def _die_with_parent() -> None:
+    """In the child: be killed when the launching process dies (a Ray worker killed on
+    Ctrl-C or a lost node), since a session of its own escapes the parent's group."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
 
 
 def _kill(proc: subprocess.Popen) -> None:

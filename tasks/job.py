@@ -125,6 +125,7 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
     from sweeper.breakdown import spread
 
     phase("setup")
+    _inject_fault(cfg.get("debug_fault"))
     device = cfg["device"]
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -243,6 +244,22 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
         record["modules"].append(entry)
         if entry.get("trace"):
             record["artifacts"]["traces"][entry["label"]] = entry["trace"]
+
+
+def _inject_fault(fault: str | None) -> None:
+    if not fault:
+        return
+    say(f"injecting fault {fault!r} (debug_fault)")
+    if fault == "crash":
+        import signal
+
+        os.kill(os.getpid(), signal.SIGSEGV)
+    elif fault == "hang":
+        time.sleep(10**6)
+    elif fault == "raise":
+        raise RuntimeError("injected fault (debug_fault=raise)")
+    else:
+        raise ValueError(f"debug_fault={fault!r}: use crash, hang or raise")
 
 
 def main(argv: list[str]) -> int:

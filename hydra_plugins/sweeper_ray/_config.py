@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+
+
+@dataclass
+class RayLauncherConf:
+    _target_: str = "hydra_plugins.sweeper_ray.ray_launcher.RayLauncher"
+    # An existing cluster ("ray://host:10001", "auto", "host:6379"). None: $RAY_ADDRESS if
+    # set, else an embedded local Ray sized to this machine.
+    address: Optional[str] = None
+    # Per job. None: 1 GPU where the cluster has GPUs; on a cluster without GPUs, all the
+    # CPUs of a node (compiling and CPU kernels use every core, so CPU jobs run one a node).
+    num_gpus_per_job: Optional[float] = None
+    num_cpus_per_job: Optional[float] = None
+    # Re-run a job whose worker or node died (not one that failed on its own).
+    max_retries_on_node_loss: int = 1
+    # Node-local folder for job folders and compile caches; results and artifacts come
+    # back to the driver's sweep folder through Ray.
+    scratch_dir: str = "/tmp/sweeper-scratch"
+    # Skip jobs whose result.json in the sweep folder says ok (same overrides).
+    resume: bool = True
+    # Extra runtime_env for ray.init (e.g. env_vars) when joining a cluster.
+    runtime_env: dict[str, Any] = field(default_factory=dict)
+
+
+ConfigStore.instance().store(group="hydra/launcher", name="sweeper_ray", node=RayLauncherConf, provider="sweeper")

@@ -1,0 +1,315 @@
+"""The Ray launcher's logic.
+
+Why our own launcher: the published hydra-ray-launcher pinned an old Ray for years, pulls
+boto3 and aiohttp, and loses every result when one worker crashes (shared/DESIGN.md).
+
+How a sweep runs:
+- Ray is embedded (a local Ray on 127.0.0.1, no dashboard) unless an address is given
+  (config `address` or $RAY_ADDRESS), in which case the driver asks the cluster for
+  nothing at init.
+- Each job is a Ray task with max_calls=1, so it gets a fresh worker process, holding one
+  GPU where there are GPUs (all of a node's CPUs on a CPU-only cluster). Inside, the job
+  runs in its own child process (sweeper.launch), which turns crashes and time-outs into
+  failed records with the log's tail.
+- The job folder lives in node-local scratch; its record and artifacts (traces, module
+  copies, log; not the compile caches) come back through Ray as one compressed bundle
+  and land in the driver's sweep folder, so nodes need not share a disk.
+- A task whose worker or node died is retried (max_retries_on_node_loss); a job that
+  failed on its own is not.
+- Finished jobs are kept: summary.json is rewritten (atomically) after each job, and a
+  second run into the same sweep folder skips jobs whose result says ok.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import os
+import shutil
+import sys
+import tarfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, setup_globals
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from sweeper import summary as sm
+from sweeper.launch import failed_record
+from sweeper.record import RecordError, read_record, write_record
+
+log = logging.getLogger(__name__)
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Job:
+    num: int
+    overrides: list[str]
+    config: DictConfig  # with its hydra node
+    job_dir: Path  # in the driver's sweep folder
+    spec: dict
+
+    @property
+    def name(self) -> str:
+        return " ".join(filter_overrides(self.overrides)) or "defaults"
+
+
+def init_ray(conf: dict) -> str:
+    import ray
+
+    if ray.is_initialized():
+        return "already initialized"
+    address = conf.get("address") or os.environ.get("RAY_ADDRESS")
+    if address:
+        # An existing cluster: ask it for nothing (resources, dashboard) at init.
+        ray.init(address=address, runtime_env=dict(conf.get("runtime_env") or {}) or None)
+        return f"joined Ray cluster at {address}"
+    pythonpath = os.pathsep.join(filter(None, [str(_REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    ray.init(
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",  # nothing listens beyond this machine
+        runtime_env={"env_vars": {"PYTHONPATH": pythonpath}},
+    )
+    return "started an embedded local Ray (127.0.0.1, no dashboard)"
+
+
+def job_resources(conf: dict) -> dict:
+    import ray
+
+    gpus = ray.cluster_resources().get("GPU", 0)
+    if conf.get("num_gpus_per_job") is not None:
+        want_gpus = conf["num_gpus_per_job"]
+    else:
+        want_gpus = 1 if gpus else 0
+    if conf.get("num_cpus_per_job") is not None:
+        cpus = conf["num_cpus_per_job"]
+    elif want_gpus:
+        cpus = 1
+    else:
+        cpus = max((n["Resources"].get("CPU", 1) for n in ray.nodes() if n.get("Alive")), default=1)
+    return {"num_gpus": want_gpus, "num_cpus": cpus}
+
+
+def _scratch_key(sweep_dir: Path) -> str:
+    return f"{sweep_dir.name}-{hashlib.sha1(str(sweep_dir).encode()).hexdigest()[:8]}"
+
+
+def run_in_worker(spec: dict, scratch_job_dir: str, timeout_s: float | None) -> dict:
+    """Runs on a Ray worker: the job in a child process, then its folder as a bundle."""
+    import socket
+
+    from sweeper.launch import run_job_process
+
+    job_dir = Path(scratch_job_dir)
+    if job_dir.exists():  # an earlier attempt: keep its compile cache, drop the rest
+        for p in job_dir.iterdir():
+            if p.name != "cache":
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
+    t0 = time.time()
+    prefix = f"[job {spec.get('job_id')}]"
+    record = run_job_process(
+        spec, job_dir, timeout_s,
+        progress=lambda line: print(f"{prefix} {time.time() - t0:5.0f}s {line}", flush=True),
+    )
+    import ray
+
+    return {"record": record, "bundle": pack(job_dir), "scratch": str(job_dir), "host": socket.gethostname(),
+            "node_id": ray.get_runtime_context().get_node_id()}
+
+
+def pack(job_dir: Path) -> bytes:
+    """The job folder, compile caches left out, as tar.gz bytes."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for p in sorted(job_dir.iterdir()):
+            if p.name not in ("cache", "job.json"):
+                tar.add(p, arcname=p.name)
+    return buf.getvalue()
+
+
+def unpack(bundle: bytes, dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("traces", "modules", "reference"):
+        shutil.rmtree(dest / name, ignore_errors=True)  # nothing stale from an earlier run
+    with tarfile.open(fileobj=io.BytesIO(bundle), mode="r:gz") as tar:
+        tar.extractall(dest, filter="data")
+
+
+def relocate(record: dict, old: str, new: str) -> dict:
+    """Paths inside the record that pointed into the node's scratch folder now point into
+    the sweep folder (source_path, in the node's compile cache, stays as it was)."""
+    text = json.dumps(record).replace(json.dumps(old)[1:-1] + "/", json.dumps(new)[1:-1] + "/")
+    out = json.loads(text)
+    out["job"]["dir"] = new
+    for m in out.get("modules", []):
+        m["source_path"] = m.get("source_path", "").replace(new + "/", old + "/")
+    return out
+
+
+def _reusable(job: Job) -> dict | None:
+    try:
+        record = read_record(job.job_dir)
+    except RecordError as e:
+        if (job.job_dir / "result.json").exists():
+            log.warning(f"#{job.num}: {e}: running the job again")
+        return None
+    if record["status"] == "ok" and list(record["job"].get("overrides", [])) == job.overrides:
+        return record
+    return None
+
+
+def _make_jobs(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[Job]:
+    jobs = []
+    for i, overrides in enumerate(job_overrides):
+        num = initial_job_idx + i
+        cfg = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, list(overrides))
+        with open_dict(cfg):
+            cfg.hydra.job.id = num
+            cfg.hydra.job.num = num
+        job_dir = Path(str(cfg.hydra.sweep.dir)).resolve() / str(cfg.hydra.sweep.subdir)
+        task_keys = [k for k in cfg.keys() if k != "hydra"]
+        task_cfg = OmegaConf.to_container(OmegaConf.masked_copy(cfg, task_keys), resolve=True, enum_to_str=True)
+        spec = {"job_id": str(num), "overrides": list(overrides), "config": task_cfg}
+        jobs.append(Job(num, list(overrides), cfg, job_dir, spec))
+    return jobs
+
+
+def _save_hydra_files(job: Job) -> None:
+    d = job.job_dir / ".hydra"
+    d.mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(OmegaConf.create(job.spec["config"]), d / "config.yaml")
+    OmegaConf.save(OmegaConf.create(job.overrides), d / "overrides.yaml")
+
+
+class Progress:
+    """One line per change: jobs done, running, failed, time so far and left."""
+
+    def __init__(self, total: int, reused: int) -> None:
+        self.total, self.reused, self.t0 = total, reused, time.time()
+        self.done = self.failed = 0
+        self.durations: list[float] = []
+        self._last = None
+        self._last_print = 0.0
+
+    def finished(self, status: str, duration: float) -> None:
+        self.done += 1
+        self.failed += status == "failed"
+        self.durations.append(duration)
+
+    def show(self, running: int, slots: int) -> None:
+        elapsed = time.time() - self.t0
+        left = self.total - self.reused - self.done
+        eta = ""
+        if self.durations and left:
+            per_job = sum(self.durations) / len(self.durations)
+            eta = f", about {per_job * left / max(1, min(slots, left)) / 60:.0f} min left"
+        line = (f"[sweep] {self.done + self.reused}/{self.total} done ({self.reused} from an earlier run), "
+                f"{running} running, {self.failed} failed, {elapsed / 60:.1f} min so far{eta}")
+        state = (self.done, running, self.failed)
+        if state != self._last or time.time() - self._last_print > 60:
+            print(line, flush=True)
+            self._last, self._last_print = state, time.time()
+
+
+def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
+    import ray
+
+    setup_globals()
+    configure_log(launcher.config.hydra.hydra_logging, launcher.config.hydra.verbose)
+    conf = dict(launcher.conf)
+    jobs = _make_jobs(launcher, job_overrides, initial_job_idx)
+    sweep_dir = jobs[0].job_dir.parent if jobs else Path(str(launcher.config.hydra.sweep.dir)).resolve()
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    command = sys.argv[1:]
+    started = time.time()
+
+    entries: dict[int, dict] = {}
+    records: dict[int, dict] = {}
+    to_run = []
+    for job in jobs:
+        record = _reusable(job) if conf.get("resume", True) else None
+        if record is not None:
+            entries[job.num] = sm.job_entry(job.num, job.overrides, job.job_dir, record, reused=True)
+            records[job.num] = record
+        else:
+            to_run.append(job)
+
+    pending = {}
+    submitted_at = {}
+    slots = 1
+    if to_run:  # nothing to run (a finished sweep resumed): no Ray at all
+        log.info(init_ray(conf))
+        res = job_resources(conf)
+        total = ray.cluster_resources()
+        slots = max(1, int(min(total.get("GPU", 0) / res["num_gpus"] if res["num_gpus"] else 1e9,
+                               total.get("CPU", 1) / res["num_cpus"] if res["num_cpus"] else 1e9)))
+        log.info(f"Launching {len(to_run)} jobs on Ray ({len(jobs) - len(to_run)} kept from an earlier run), "
+                 f"{res['num_gpus']} GPU and {res['num_cpus']} CPU each, up to {slots} at a time")
+        remote = ray.remote(max_calls=1)(run_in_worker).options(
+            max_retries=int(conf.get("max_retries_on_node_loss", 1)), **res)
+        scratch_root = Path(conf.get("scratch_dir") or "/tmp/sweeper-scratch") / _scratch_key(sweep_dir)
+        for job in to_run:
+            _save_hydra_files(job)
+            log.info(f"\t#{job.num} : {job.name}")
+            timeout = job.spec["config"].get("timeout_s") or None
+            ref = remote.remote(job.spec, str(scratch_root / job.job_dir.name), timeout)
+            pending[ref] = job
+            submitted_at[job.num] = time.time()
+
+    progress = Progress(len(jobs), len(jobs) - len(to_run))
+    sm.write_summary(sweep_dir, list(entries.values()), started, command, done=not pending)
+    try:
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
+            for ref in ready:
+                job = pending.pop(ref)
+                record = _collect(ref, job, time.time() - submitted_at[job.num])
+                records[job.num] = record
+                entries[job.num] = sm.job_entry(job.num, job.overrides, job.job_dir, record)
+                progress.finished(record["status"], time.time() - submitted_at[job.num])
+                sm.write_summary(sweep_dir, list(entries.values()), started, command, done=not pending)
+            progress.show(min(len(pending), slots), slots)
+        progress.show(0, slots)
+    except KeyboardInterrupt:
+        print(f"\n[sweep] interrupted: cancelling {len(pending)} running or queued jobs; finished results are kept",
+              flush=True)
+        for ref, job in pending.items():
+            ray.cancel(ref, force=True)
+            record = failed_record(job.spec, job.job_dir, "cancelled (Ctrl-C) before it finished",
+                                   time.time() - submitted_at[job.num])
+            write_record(job.job_dir, record)
+            entries[job.num] = sm.job_entry(job.num, job.overrides, job.job_dir, record)
+            entries[job.num]["status"] = "cancelled"
+        sm.write_summary(sweep_dir, list(entries.values()), started, command, done=False)
+        sm.LAST_SWEEP = {"sweep_dir": sweep_dir, "jobs": list(entries.values()), "command": command}
+        raise
+    sm.LAST_SWEEP = {"sweep_dir": sweep_dir, "jobs": list(entries.values()), "command": command}
+    return [
+        JobReturn(overrides=job.overrides, cfg=job.config, hydra_cfg=None, working_dir=str(job.job_dir),
+                  task_name="sweeper", status=JobStatus.COMPLETED, _return_value=records[job.num]["status"])
+        for job in jobs
+    ]
+
+
+def _collect(ref, job: Job, duration: float) -> dict:
+    """The job's record in the sweep folder, whatever happened to its worker."""
+    import ray
+
+    try:
+        result = ray.get(ref)
+    except ray.exceptions.RayError as e:
+        reason = f"Ray task failed ({type(e).__name__}): {str(e).strip().splitlines()[0][:300]}"
+        record = failed_record(job.spec, job.job_dir, reason, duration)
+        write_record(job.job_dir, record)
+        return record
+    unpack(result["bundle"], job.job_dir)
+    record = relocate(result["record"], result["scratch"], str(job.job_dir))
+    record["job"]["host"] = result["host"]
+    record["job"]["ray_node_id"] = result["node_id"]
+    write_record(job.job_dir, record)
+    return record

@@ -1,0 +1,80 @@
+"""The sweep-level summary: summary.json beside the job folders, and the closing report
+that names failed jobs, their logs, and how to re-run them (pure, but for file writes)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from pathlib import Path
+
+from sweeper.record import atomic_write_text
+
+SUMMARY_FILE = "summary.json"
+
+
+def headline(record: dict) -> dict:
+    """The figures a reader of a sweep wants first, None where the job has none."""
+    t = record.get("timings") or {}
+    step = record.get("step") or {}
+    return {
+        "compile_s": t.get("compile_s"),
+        "compiled_step_ms": (t.get("compiled_step_ms") or {}).get("median"),
+        "eager_step_ms": (t.get("eager_step_ms") or {}).get("median"),
+        "speedup": t.get("speedup"),
+        "peak_memory_mb": t.get("peak_memory_mb"),
+        "busy_pct": step.get("busy_pct"),
+        "busy_pct_reference_style": step.get("busy_pct_reference_style"),
+    }
+
+
+def job_entry(num: int, overrides: list[str], job_dir: Path, record: dict, reused: bool = False) -> dict:
+    return {
+        "num": num,
+        "overrides": list(overrides),
+        "status": record["status"],
+        "reason": record.get("reason"),
+        "phase": record.get("phase"),
+        "dir": str(job_dir),
+        "log": str(job_dir / "job.log"),
+        "reused_from_earlier_run": reused,
+        "headline": headline(record),
+    }
+
+
+def write_summary(sweep_dir: Path, jobs: list[dict], started: float, command: list[str], done: bool) -> Path:
+    counts = {s: sum(1 for j in jobs if j["status"] == s) for s in ("ok", "failed", "skipped", "cancelled")}
+    data = {
+        "sweep_dir": str(sweep_dir),
+        "command": command,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
+        "elapsed_s": round(time.time() - started, 1),
+        "complete": done,
+        "counts": counts,
+        "jobs": sorted(jobs, key=lambda j: j["num"]),
+    }
+    path = Path(sweep_dir) / SUMMARY_FILE
+    atomic_write_text(path, json.dumps(data, indent=1) + "\n")
+    return path
+
+
+def closing_report(jobs: list[dict], sweep_dir: Path, command: list[str]) -> tuple[str, bool]:
+    """Lines to print when the sweep ends, and whether any job failed."""
+    lines = []
+    for j in sorted(jobs, key=lambda j: j["num"]):
+        name = " ".join(j["overrides"]) or "defaults"
+        reason = f": {j['reason']}" if j.get("reason") else ""
+        lines.append(f"{j['status']:9s} #{j['num']} {name}{reason}")
+    failed = [j for j in jobs if j["status"] in ("failed", "cancelled")]
+    if failed:
+        lines.append(f"{len(failed)} of {len(jobs)} jobs did not finish. Logs:")
+        for j in failed:
+            lines.append(f"  #{j['num']}: {j['log']}")
+        args = " ".join(shlex.quote(a) for a in command if not a.startswith("hydra.sweep.dir="))
+        lines.append("Re-run only the failed and missing jobs (finished ones are kept):")
+        lines.append(f"  python -m sweeper {args} hydra.sweep.dir={shlex.quote(str(sweep_dir))}")
+        one = failed[0]
+        lines.append("Re-run one job alone, e.g.:")
+        lines.append(f"  python -m sweeper {' '.join(shlex.quote(o) for o in one['overrides'])}")
+    return "\n".join(lines), bool(failed)
+LAST_SWEEP: dict | None = None  # set by a launcher for sweeper.__main__ to report

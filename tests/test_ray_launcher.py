@@ -1,0 +1,122 @@
+"""Sweeps through the Ray launcher (the default), with a real local Ray."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sweeper.record import read_record
+
+ROOT = Path(__file__).resolve().parent.parent
+TINY = ["mode=inference", "image_size=32", "batch_size=2", "measure.timed_steps=2", "measure.warmup_steps=1",
+        "measure.profile_steps=1", "measure.module_rounds=2", "measure.module_calls_per_round=1",
+        "measure.module_profile_calls=1", "measure.eager=false"]
+
+
+def sweep(sweep_dir, *overrides, timeout=900):
+    return subprocess.run([sys.executable, "-m", "sweeper", *overrides, f"hydra.sweep.dir={sweep_dir}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def summary(sweep_dir):
+    return json.loads((Path(sweep_dir) / "summary.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def four_jobs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("four")
+    scratch = tmp_path_factory.mktemp("scratch")
+    args = ["model=test_resnet,test_vit", "autotune=on,off", *TINY, f"hydra.launcher.scratch_dir={scratch}"]
+    proc = sweep(d, *args)
+    return d, scratch, args, proc
+
+
+@pytest.mark.slow
+def test_four_job_sweep_on_ray(four_jobs):
+    d, scratch, _, proc = four_jobs
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    out = proc.stdout + proc.stderr
+    assert "embedded local Ray" in out and "Launching 4 jobs on Ray" in out
+    s = summary(d)
+    assert s["complete"] and s["counts"]["ok"] == 4
+    seen = set()
+    for job in s["jobs"]:
+        rec = read_record(job["dir"])
+        assert rec["status"] == "ok"
+        seen.add((rec["config"]["model"], rec["config"]["autotune"]))
+        assert rec["config"]["compile_mode"] == ("max-autotune-no-cudagraphs" if rec["config"]["autotune"] else "default")
+        assert job["headline"]["compiled_step_ms"] == rec["timings"]["compiled_step_ms"]["median"]
+        # artifacts came back into the sweep folder; the compile cache stayed in scratch
+        assert Path(rec["job"]["dir"]) == Path(job["dir"])
+        for trace in rec["artifacts"]["traces"].values():
+            assert Path(trace).is_file() and Path(trace).is_relative_to(d)
+        assert not (Path(job["dir"]) / "cache").exists()
+    assert seen == {("test_resnet", True), ("test_resnet", False), ("test_vit", True), ("test_vit", False)}
+    assert list(Path(scratch).glob("*/*/cache"))
+
+
+@pytest.mark.slow
+def test_resume_skips_finished_jobs(four_jobs):
+    d, _, args, _ = four_jobs
+    t0 = time.time()
+    proc = sweep(d, *args)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "4/4 done (4 from an earlier run)" in proc.stdout
+    assert all(j["reused_from_earlier_run"] for j in summary(d)["jobs"])
+    assert time.time() - t0 < 120  # no job was compiled again
+
+
+@pytest.mark.slow
+def test_crash_and_hang_are_isolated(tmp_path):
+    args = ["model=test_resnet", "debug_fault=crash,hang,null", "timeout_s=90", *TINY]
+    proc = sweep(tmp_path, *args)
+    assert proc.returncode == 1
+    by_fault = {read_record(j["dir"])["config"]["debug_fault"]: j for j in summary(tmp_path)["jobs"]}
+    crash, hang, ok = by_fault["crash"], by_fault["hang"], by_fault[None]
+    assert crash["status"] == "failed" and "killed by signal 11" in crash["reason"]
+    assert hang["status"] == "failed" and "timed out after 90 s" in hang["reason"]
+    assert ok["status"] == "ok"
+    assert "injecting fault 'crash'" in read_record(crash["dir"])["log_tail"]
+    # the closing report names the failed jobs, their logs, and how to re-run
+    assert "2 of 3 jobs did not finish" in proc.stdout
+    assert crash["log"] in proc.stdout and "hydra.sweep.dir=" in proc.stdout
+    # resume: the ok job is kept, the failed ones run again
+    again = sweep(tmp_path, *args)
+    assert "3/3 done (1 from an earlier run)" in again.stdout, again.stdout[-3000:]
+
+
+@pytest.mark.slow
+def test_two_node_cluster_ships_artifacts_and_survives_node_loss(tmp_path):
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2})
+    worker = cluster.add_node(num_cpus=2)
+    try:
+        scratch = tmp_path / "node-local"
+        args = ["model=test_resnet,test_vit", *TINY, f"hydra.launcher.address={cluster.address}",
+                f"hydra.launcher.scratch_dir={scratch}", "hydra.launcher.num_cpus_per_job=2"]
+        proc = subprocess.Popen([sys.executable, "-m", "sweeper", *args, f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        # once both jobs run (one a node), take the second node away
+        deadline = time.time() + 300
+        while time.time() < deadline and len(list(scratch.glob("*/*/job.log"))) < 2:
+            time.sleep(1)
+        assert len(list(scratch.glob("*/*/job.log"))) == 2, "both jobs should have started"
+        cluster.remove_node(worker, allow_graceful=False)
+        out, _ = proc.communicate(timeout=900)
+        assert proc.returncode == 0, out[-4000:]
+        assert "joined Ray cluster" in out
+        s = summary(tmp_path / "sweep")
+        assert s["counts"]["ok"] == 2
+        for job in s["jobs"]:
+            rec = read_record(job["dir"])
+            # the job that lost its node was retried: both finished on the head node
+            assert rec["job"]["ray_node_id"] == cluster.head_node.node_id
+            assert all(Path(t).is_relative_to(tmp_path / "sweep") for t in rec["artifacts"]["traces"].values())
+    finally:
+        cluster.shutdown()
