@@ -65,10 +65,10 @@ def main() -> None:
         text, failed = sm.closing_report(sweep["jobs"], sweep["sweep_dir"], sweep["command"])
         print(text, flush=True)
         print(f"summary: {Path(sweep['sweep_dir']) / sm.SUMMARY_FILE}", flush=True)
-        if failed:
-            sys.exit(1)
     if interrupted:
         sys.exit(130)
+    if sweep is not None and failed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

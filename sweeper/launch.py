@@ -16,8 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from sweeper import __version__
-from sweeper.record import SCHEMA_VERSION, RecordError, read_record, write_record
+from sweeper.record import RecordError, new_record, read_record, write_record
 
 PHASE_MARK = "[sweeper]"
 _REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -34,26 +33,11 @@ def log_tail(path: Path, lines: int = 30) -> str:
 
 
 def failed_record(spec: dict, job_dir: Path, reason: str, duration_s: float) -> dict:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "status": "failed",
-        "reason": reason,
-        "phase": "process",
-        "job": {
-            "id": spec.get("job_id"),
-            "dir": str(job_dir),
-            "overrides": spec.get("overrides", []),
-            "sweeper_version": __version__,
-            "duration_s": round(duration_s, 3),
-        },
-        "config": spec["config"],
-        "environment": None,
-        "timings": {},
-        "step": None,
-        "modules": [],
-        "artifacts": {"log": str(job_dir / "job.log"), "traces": {}, "modules": {}},
-        "log_tail": log_tail(job_dir / "job.log"),
-    }
+    """The record of a job that could not write its own (crash, time-out, lost worker)."""
+    record = new_record(spec, job_dir)
+    record.update(reason=reason, phase="process", log_tail=log_tail(job_dir / "job.log"))
+    record["job"]["duration_s"] = round(duration_s, 3)
+    return record
 
 
 def run_job_process(

@@ -17,6 +17,31 @@ RESULT_FILE = "result.json"
 STATUSES = ("ok", "failed", "skipped")
 
 
+def new_record(spec: dict, job_dir: str | Path) -> dict[str, Any]:
+    """The skeleton every result record starts from (status failed until proven ok)."""
+    from sweeper import __version__
+
+    job_dir = Path(job_dir)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "status": "failed",
+        "reason": None,
+        "phase": "start",
+        "job": {
+            "id": spec.get("job_id"),
+            "dir": str(job_dir),
+            "overrides": spec.get("overrides", []),
+            "sweeper_version": __version__,
+        },
+        "config": dict(spec["config"]),
+        "environment": None,
+        "timings": {"phase_s": {}},
+        "step": None,
+        "modules": [],
+        "artifacts": {"log": str(job_dir / "job.log"), "traces": {}, "modules": {}},
+    }
+
+
 class RecordError(ValueError):
     """A result.json that is missing, truncated, or not of a schema this version reads."""
 

@@ -15,10 +15,8 @@ import traceback
 from datetime import datetime, timezone
 from pathlib import Path
 
-from sweeper import __version__
-from sweeper.record import SCHEMA_VERSION, write_record
-
-PHASE_MARK = "[sweeper]"
+from sweeper.launch import PHASE_MARK
+from sweeper.record import new_record, write_record
 
 
 def _now() -> str:
@@ -57,25 +55,8 @@ class Skip(Exception):
 def run(spec: dict, job_dir: Path) -> dict:
     cfg = spec["config"]
     started = time.time()
-    record = {
-        "schema_version": SCHEMA_VERSION,
-        "status": "failed",
-        "reason": None,
-        "phase": "start",
-        "job": {
-            "id": spec.get("job_id"),
-            "dir": str(job_dir),
-            "overrides": spec.get("overrides", []),
-            "sweeper_version": __version__,
-            "started_at": _now(),
-        },
-        "config": dict(cfg),
-        "environment": None,
-        "timings": {"phase_s": {}},
-        "step": None,
-        "modules": [],
-        "artifacts": {"log": str(job_dir / "job.log"), "traces": {}, "modules": {}},
-    }
+    record = new_record(spec, job_dir)
+    record["job"]["started_at"] = _now()
     phase_started = time.time()
 
     def phase(name: str) -> None:

@@ -92,6 +92,7 @@ def test_cache_hit_still_captures_modules(training_job, tmp_path):
     subprocess.run(["cp", "-r", str(job_dir / "cache"), str(again / "0")], check=True)
     proc = sweep(again, "model=test_resnet", "measure.eager=false", *SMALL)
     assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "Compiled module path" in (job_dir / "job.log").read_text()  # the cold compile printed it
     log = (again / "0" / "job.log").read_text()
     assert "Compiled module path" not in log
     rec = read_record(again / "0")

@@ -1,7 +1,6 @@
 """Sweeps through the Ray launcher (the default), with a real local Ray."""
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -120,3 +119,25 @@ def test_two_node_cluster_ships_artifacts_and_survives_node_loss(tmp_path):
             assert all(Path(t).is_relative_to(tmp_path / "sweep") for t in rec["artifacts"]["traces"].values())
     finally:
         cluster.shutdown()
+
+
+@pytest.mark.slow
+def test_ctrl_c_cancels_running_jobs_and_keeps_the_summary(tmp_path):
+    scratch = tmp_path / "scratch"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweeper", "model=test_resnet", "seed=0,1", *TINY,
+         f"hydra.launcher.scratch_dir={scratch}", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(scratch.glob("*/*/job.log")):
+        time.sleep(0.5)
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out[-3000:]
+    assert "interrupted: cancelling" in out
+    s = summary(tmp_path / "sweep")
+    assert not s["complete"] and s["counts"]["cancelled"] >= 1
+    time.sleep(2)
+    left = subprocess.run(["pgrep", "-f", str(scratch)], capture_output=True, text=True).stdout.split()
+    assert left == [], "job processes outlived the cancelled sweep"
