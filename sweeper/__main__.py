@@ -19,7 +19,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from sweeper import summary as sm
 from sweeper.config import register
-from sweeper.launch import run_job_process
+from sweeper.launch import failed_record, run_job_process
+from sweeper.record import write_record
+from sweeper.validate import job_problems
 
 register()
 
@@ -44,7 +46,12 @@ def run_one(cfg: DictConfig) -> str:
     def progress(line: str) -> None:
         print(f"[job {num}] {time.time() - t0:5.0f}s {line}", flush=True)
 
-    record = run_job_process(spec, job_dir, cfg.timeout_s or None, progress)
+    problems = job_problems(spec["config"])
+    if problems:  # the Ray launcher checks the whole sweep first; here each job alone
+        record = failed_record(spec, job_dir, "; ".join(problems), 0.0)
+        write_record(job_dir, record)
+    else:
+        record = run_job_process(spec, job_dir, cfg.timeout_s or None, progress)
     _basic["sweep_dir"] = job_dir.parent
     _basic["jobs"].append(sm.job_entry(num, overrides, job_dir, record))
     sm.write_summary(job_dir.parent, _basic["jobs"], _basic["started"], sys.argv[1:], done=False)

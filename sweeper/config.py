@@ -63,6 +63,8 @@ class JobConfig:
     # Max-autotune compiles of mid-size models take over 10 minutes on an H200.
     timeout_s: int = 3600
     measure: MeasureConfig = field(default_factory=MeasureConfig)
+    # Sweep-level: list the jobs the sweep would run (after the checks), run none.
+    dry_run: bool = False
     # For tests of failure handling only: crash (SIGSEGV), hang, or raise, in the job
     # process right after setup.
     debug_fault: Optional[str] = None

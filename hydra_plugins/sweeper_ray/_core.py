@@ -41,6 +41,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from sweeper import summary as sm
 from sweeper.launch import failed_record
 from sweeper.record import RecordError, read_record, write_record
+from sweeper.validate import SweepConfigError, check_sweep
 
 log = logging.getLogger(__name__)
 _REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -223,7 +224,14 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
     configure_log(launcher.config.hydra.hydra_logging, launcher.config.hydra.verbose)
     conf = dict(launcher.conf)
     jobs = _make_jobs(launcher, job_overrides, initial_job_idx)
+    _check(jobs)
     sweep_dir = jobs[0].job_dir.parent if jobs else Path(str(launcher.config.hydra.sweep.dir)).resolve()
+    if jobs and jobs[0].spec["config"].get("dry_run"):
+        print(f"dry run: {len(jobs)} jobs into {sweep_dir}; none started")
+        for j in jobs:
+            print(f"  #{j.num} {' '.join(o for o in j.overrides if not o.startswith('dry_run='))}")
+        sm.LAST_SWEEP = None
+        return []
     sweep_dir.mkdir(parents=True, exist_ok=True)
     command = sys.argv[1:]
     started = time.time()
@@ -246,6 +254,7 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
         log.info(init_ray(conf))
         res = job_resources(conf)
         total = ray.cluster_resources()
+        _check(to_run, gpus_available=total.get("GPU", 0))
         slots = max(1, int(min(total.get("GPU", 0) / res["num_gpus"] if res["num_gpus"] else 1e9,
                                total.get("CPU", 1) / res["num_cpus"] if res["num_cpus"] else 1e9)))
         log.info(f"Launching {len(to_run)} jobs on Ray ({len(jobs) - len(to_run)} kept from an earlier run), "
@@ -294,6 +303,15 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
                   task_name="sweeper", status=JobStatus.COMPLETED, _return_value=records[job.num]["status"])
         for job in jobs
     ]
+
+
+def _check(jobs: list[Job], gpus_available: float | None = None) -> None:
+    """Stop the sweep with every problem listed, before any job runs (exit code 2)."""
+    try:
+        check_sweep([(j.num, j.overrides, j.spec["config"]) for j in jobs], gpus_available)
+    except SweepConfigError as e:
+        print(f"sweeper: {e}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
 
 
 def _collect(ref, job: Job, duration: float) -> dict:

@@ -1,0 +1,58 @@
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sweeper.validate import SweepConfigError, check_sweep, job_problems
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def base(**kw):
+    cfg = {"model": "resnet18", "batch_size": None, "image_size": None, "timeout_s": 3600,
+           "measure": {"timed_steps": 20, "eager": True}, "debug_fault": None, "device": "auto"}
+    cfg.update(kw)
+    return cfg
+
+
+def test_good_job_has_no_problems():
+    assert job_problems(base()) == []
+
+
+def test_each_bad_value_is_named():
+    assert "Closest timm names: resnet18" in job_problems(base(model="resnet_18"))[0]
+    assert job_problems(base(batch_size=-3)) == ["batch_size=-3: must be a positive integer (or left unset for the default)"]
+    assert "image_size=0" in job_problems(base(image_size=0))[0]
+    assert "measure.timed_steps=0" in job_problems(base(measure={"timed_steps": 0}))[0]
+
+
+def test_check_sweep_lists_every_problem_and_cuda_without_gpu():
+    with pytest.raises(SweepConfigError) as e:
+        check_sweep([(0, ["model=resnet_18"], base(model="resnet_18")),
+                     (1, ["device=cuda"], base(device="cuda"))], gpus_available=0)
+    text = str(e.value)
+    assert "2 problem(s)" in text and "job #0 (model=resnet_18)" in text and "no GPU here" in text
+    check_sweep([(1, ["device=cuda"], base(device="cuda"))], gpus_available=1)
+
+
+def test_bad_input_stops_the_sweep_in_seconds_with_no_job_folder(tmp_path):
+    t0 = time.time()
+    proc = subprocess.run([sys.executable, "-m", "sweeper", "model=resnet_18,resnet18", "batch_size=-1",
+                           f"hydra.sweep.dir={tmp_path}"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "no job was run" in proc.stderr and "Closest timm names: resnet18" in proc.stderr
+    assert "batch_size=-1: must be a positive integer" in proc.stderr
+    assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == []
+    assert time.time() - t0 < 60
+
+
+def test_dry_run_lists_jobs_and_runs_none(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "sweeper", "model=resnet18,mixnet_l", "autotune=on,off",
+                           "dry_run=true", f"hydra.sweep.dir={tmp_path}"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "dry run: 4 jobs" in proc.stdout
+    assert "#3 model=mixnet_l autotune=off" in proc.stdout
+    assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == []
