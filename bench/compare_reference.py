@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from sweeper.categories import REFERENCE_CATEGORIES  # noqa: E402
 from sweeper.record import read_record  # noqa: E402
 from sweeper.reference import compare, parse_tabulate  # noqa: E402
 

@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from sweeper import breakdown as bd

@@ -142,13 +142,20 @@ def unpack(bundle: bytes, dest: Path) -> None:
 
 
 def relocate(record: dict, old: str, new: str) -> dict:
-    """Paths inside the record that pointed into the node's scratch folder now point into
-    the sweep folder (source_path, in the node's compile cache, stays as it was)."""
-    text = json.dumps(record).replace(json.dumps(old)[1:-1] + "/", json.dumps(new)[1:-1] + "/")
-    out = json.loads(text)
+    """The record with its artifact paths moved from the node's scratch folder into the
+    sweep folder. Module source_paths stay: they name files in the node's compile cache."""
+
+    def move(path):
+        return new + path[len(old):] if isinstance(path, str) and path.startswith(old + "/") else path
+
+    out = json.loads(json.dumps(record))
     out["job"]["dir"] = new
+    arts = out.get("artifacts") or {}
+    arts["log"] = move(arts.get("log"))
+    for group in ("traces", "modules"):
+        arts[group] = {k: move(v) for k, v in (arts.get(group) or {}).items()}
     for m in out.get("modules", []):
-        m["source_path"] = m.get("source_path", "").replace(new + "/", old + "/")
+        m["trace"], m["artifact"] = move(m.get("trace")), move(m.get("artifact"))
     return out
 
 
