@@ -63,8 +63,12 @@ class JobConfig:
     # Max-autotune compiles of mid-size models take over 10 minutes on an H200.
     timeout_s: int = 3600
     measure: MeasureConfig = field(default_factory=MeasureConfig)
-    # Sweep-level: list the jobs the sweep would run (after the checks), run none.
+    # Sweep-level keys (read from the first job's config by the launcher):
+    # list the jobs the sweep would run (after the checks), run none;
     dry_run: bool = False
+    # a sweep of more jobs asks for confirmation (or yes=true) before starting.
+    confirm_above: int = 50
+    yes: bool = False
     # For tests of failure handling only: crash (SIGSEGV), hang, or raise, in the job
     # process right after setup.
     debug_fault: Optional[str] = None

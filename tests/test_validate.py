@@ -56,3 +56,34 @@ def test_dry_run_lists_jobs_and_runs_none(tmp_path):
     assert "dry run: 4 jobs" in proc.stdout
     assert "#3 model=mixnet_l autotune=off" in proc.stdout
     assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == []
+
+
+def test_large_sweep_asks_for_confirmation(tmp_path):
+    args = [sys.executable, "-m", "sweeper", "model=resnet18", "seed=0,1,2", "confirm_above=2",
+            f"hydra.sweep.dir={tmp_path}"]
+    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2
+    assert "3 jobs (more than confirm_above=2)" in proc.stderr and "yes=true" in proc.stderr
+    assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == []
+    listed = subprocess.run(args + ["dry_run=true"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0 and "dry run: 3 jobs" in listed.stdout  # listing needs no confirmation
+
+
+@pytest.mark.slow
+def test_second_sweep_into_the_same_folder_refuses(tmp_path):
+    import signal
+
+    first = subprocess.Popen([sys.executable, "-m", "sweeper", "model=test_resnet", "debug_fault=hang",
+                              "timeout_s=120", f"hydra.sweep.dir={tmp_path}"], cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not (tmp_path / "summary.json").exists():
+            time.sleep(0.5)
+        second = subprocess.run([sys.executable, "-m", "sweeper", "model=test_resnet", f"hydra.sweep.dir={tmp_path}"],
+                                cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 3
+        assert "another sweep (pid" in second.stderr and str(tmp_path) in second.stderr
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=120)

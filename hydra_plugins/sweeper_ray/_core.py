@@ -22,6 +22,7 @@ How a sweep runs:
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import json
@@ -239,7 +240,9 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
             print(f"  #{j.num} {' '.join(o for o in j.overrides if not o.startswith('dry_run='))}")
         sm.LAST_SWEEP = None
         return []
+    _confirm(len(jobs), jobs[0].spec["config"] if jobs else {})
     sweep_dir.mkdir(parents=True, exist_ok=True)
+    _lock_sweep(sweep_dir)  # held until this process ends
     command = sys.argv[1:]
     started = time.time()
 
@@ -310,6 +313,42 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
                   task_name="sweeper", status=JobStatus.COMPLETED, _return_value=records[job.num]["status"])
         for job in jobs
     ]
+
+
+def _confirm(n: int, cfg: dict) -> None:
+    limit = cfg.get("confirm_above", 50)
+    if n <= limit or cfg.get("yes"):
+        return
+    question = f"This sweep has {n} jobs (more than confirm_above={limit})."
+    if sys.stdin is not None and sys.stdin.isatty():
+        if input(f"{question} Run them all? [y/N] ").strip().lower() in ("y", "yes"):
+            return
+        raise SystemExit(2)
+    print(f"sweeper: {question} Add yes=true to run it, or dry_run=true to list the jobs.", file=sys.stderr)
+    raise SystemExit(2)
+
+
+_LOCKS = []
+
+
+def _lock_sweep(sweep_dir: Path):
+    """One sweep at a time per folder: a second one refuses instead of both writing."""
+    path = sweep_dir / ".sweep.lock"
+    f = open(path, "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip() or "another process"
+        print(f"sweeper: another sweep ({holder}) is running into {sweep_dir}; wait for it to end, "
+              "or choose another hydra.sweep.dir", file=sys.stderr)
+        raise SystemExit(3) from None
+    f.seek(0)
+    f.truncate()
+    f.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}")
+    f.flush()
+    _LOCKS.append(f)  # the lock lives as long as the file stays open
+    return f
 
 
 def _check(jobs: list[Job], gpus_available: float | None = None) -> None:
