@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from sweeper import summary as sm
 from sweeper.config import register
-from sweeper.launch import failed_record, run_job_process
+from sweeper.launch import failed_record, progress_printer, run_job_process
 from sweeper.record import write_record
 from sweeper.validate import job_problems
 
@@ -40,21 +40,17 @@ def run_one(cfg: DictConfig) -> str:
         "overrides": overrides,
         "config": OmegaConf.to_container(cfg, resolve=True, enum_to_str=True),
     }
-    t0 = time.time()
     print(f"[job {num}] {' '.join(overrides) or 'defaults'} -> {job_dir}", flush=True)
-
-    def progress(line: str) -> None:
-        print(f"[job {num}] {time.time() - t0:5.0f}s {line}", flush=True)
-
     problems = job_problems(spec["config"])
     if problems:  # the Ray launcher checks the whole sweep first; here each job alone
         record = failed_record(spec, job_dir, "; ".join(problems), 0.0)
         write_record(job_dir, record)
     else:
-        record = run_job_process(spec, job_dir, cfg.timeout_s or None, progress)
+        record = run_job_process(spec, job_dir, cfg.timeout_s or None, progress_printer(str(num)))
     _basic["sweep_dir"] = job_dir.parent
     _basic["jobs"].append(sm.job_entry(num, overrides, job_dir, record))
     sm.write_summary(job_dir.parent, _basic["jobs"], _basic["started"], sys.argv[1:], done=False)
+    sm.LAST_SWEEP = {"sweep_dir": job_dir.parent, "jobs": _basic["jobs"], "command": sys.argv[1:]}
     return record["status"]
 
 
@@ -64,10 +60,9 @@ def main() -> None:
         run_one()
     except KeyboardInterrupt:
         interrupted = True
-    sweep = sm.LAST_SWEEP
-    if sweep is None and _basic["jobs"]:
+    if _basic["jobs"]:  # the basic launcher's last summary: is the sweep complete?
         sm.write_summary(_basic["sweep_dir"], _basic["jobs"], _basic["started"], sys.argv[1:], done=not interrupted)
-        sweep = {"sweep_dir": _basic["sweep_dir"], "jobs": _basic["jobs"], "command": sys.argv[1:]}
+    sweep = sm.LAST_SWEEP
     if sweep is not None:
         text, failed = sm.closing_report(sweep["jobs"], sweep["sweep_dir"], sweep["command"])
         print(text, flush=True)

@@ -22,6 +22,12 @@ PHASE_MARK = "[sweeper]"
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def progress_printer(job_id: str) -> Callable[[str], None]:
+    """Prints a job's phase lines as "[job N]   12s phase compile" (both launchers)."""
+    t0 = time.time()
+    return lambda line: print(f"[job {job_id}] {time.time() - t0:5.0f}s {line}", flush=True)
+
+
 def log_tail(path: Path, lines: int = 30) -> str:
     try:
         with open(path, "rb") as f:

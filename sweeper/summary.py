@@ -11,6 +11,9 @@ from pathlib import Path
 from sweeper.record import atomic_write_text
 
 SUMMARY_FILE = "summary.json"
+# The sweep this process ran, set by whichever launcher ran it, for sweeper.__main__ to
+# report and choose the exit code: {"sweep_dir", "jobs" (entries), "command"}.
+LAST_SWEEP: dict | None = None
 
 
 def headline(record: dict) -> dict:
@@ -77,4 +80,3 @@ def closing_report(jobs: list[dict], sweep_dir: Path, command: list[str]) -> tup
         lines.append("Re-run one job alone, e.g.:")
         lines.append(f"  python -m sweeper {' '.join(shlex.quote(o) for o in one['overrides'])}")
     return "\n".join(lines), bool(failed)
-LAST_SWEEP: dict | None = None  # set by a launcher for sweeper.__main__ to report

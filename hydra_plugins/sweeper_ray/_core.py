@@ -105,19 +105,14 @@ def run_in_worker(spec: dict, scratch_job_dir: str, timeout_s: float | None) -> 
     """Runs on a Ray worker: the job in a child process, then its folder as a bundle."""
     import socket
 
-    from sweeper.launch import run_job_process
+    from sweeper.launch import progress_printer, run_job_process
 
     job_dir = Path(scratch_job_dir)
     if job_dir.exists():  # an earlier attempt: keep its compile cache, drop the rest
         for p in job_dir.iterdir():
             if p.name != "cache":
                 shutil.rmtree(p) if p.is_dir() else p.unlink()
-    t0 = time.time()
-    prefix = f"[job {spec.get('job_id')}]"
-    record = run_job_process(
-        spec, job_dir, timeout_s,
-        progress=lambda line: print(f"{prefix} {time.time() - t0:5.0f}s {line}", flush=True),
-    )
+    record = run_job_process(spec, job_dir, timeout_s, progress_printer(spec.get("job_id")))
     import ray
 
     return {"record": record, "bundle": pack(job_dir), "scratch": str(job_dir), "host": socket.gethostname(),
@@ -305,9 +300,9 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
             entries[job.num] = sm.job_entry(job.num, job.overrides, job.job_dir, record)
             entries[job.num]["status"] = "cancelled"
         sm.write_summary(sweep_dir, list(entries.values()), started, command, done=False)
-        sm.LAST_SWEEP = {"sweep_dir": sweep_dir, "jobs": list(entries.values()), "command": command}
         raise
-    sm.LAST_SWEEP = {"sweep_dir": sweep_dir, "jobs": list(entries.values()), "command": command}
+    finally:  # finished, failed or interrupted: sweeper.__main__ reports it
+        sm.LAST_SWEEP = {"sweep_dir": sweep_dir, "jobs": list(entries.values()), "command": command}
     return [
         JobReturn(overrides=job.overrides, cfg=job.config, hydra_cfg=None, working_dir=str(job.job_dir),
                   task_name="sweeper", status=JobStatus.COMPLETED, _return_value=records[job.num]["status"])
