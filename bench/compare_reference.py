@@ -61,7 +61,8 @@ def compare_group(dirs: list[Path]) -> tuple[list[str], list[dict]]:
             f"{', '.join(_fmt(b) for b in c['busy']['reference_runs'])} | "
             f"{', '.join(_fmt(b) for b in ours_busy)} | "
             f"{', '.join(_fmt(w) for w in c['reference_wall_ms'])} | "
-            f"{', '.join(_fmt(w) for w in ours_wall)} (in-run spread {m['wall_ms']['range_pct']:.1f}%) | "
+            f"{', '.join(_fmt(w) for w in ours_wall)} (in-run spread {m['wall_ms']['range_pct']:.1f}%"
+            f"{'; pipelined ' + _fmt(m['wall_ms_pipelined']['median']) if m.get('wall_ms_pipelined') else ''}) | "
             f"{', '.join(_fmt(u) for u in ours_union)} | {'yes' if c['ok'] else 'NO'} |")
         results.append({"job": str(dirs[0]), "module": m["label"], "comparison": c,
                         "sweeper_busy_ref_style_repeats": ours_busy, "sweeper_wall_ms_repeats": ours_wall,

@@ -5,8 +5,9 @@
 Runs N small real jobs (test_resnet inference at 32x32, seeds 0..N-1) through
 `python -m sweeper` and reports (sweep wall time x concurrent slots - sum of the jobs'
 own run times) / jobs: what worker start, scheduling, shipping results back and the
-summary cost per job, beyond the job itself. A job's own run time is its child process's
-duration_s in result.json. Target (issue 4): under 2 s per job.
+summary cost per job, beyond the job itself. A job's own run time is its process's life
+(result.json's job.process_s); the figure against the job's own timer (job.duration_s)
+is printed beside it. Target (issue 4): under 2 s per job.
 """
 
 from __future__ import annotations
@@ -44,14 +45,21 @@ def main() -> int:
         summary = json.loads((sweep_dir / "summary.json").read_text())
         launched = [l for l in proc.stdout.splitlines() + proc.stderr.splitlines() if "up to" in l and "at a time" in l]
         slots = int(launched[-1].split("up to ")[1].split()[0]) if launched else 1
-        durations = [json.loads((Path(j["dir"]) / "result.json").read_text())["job"]["duration_s"] for j in summary["jobs"]]
-    per_job = (wall * slots - sum(durations)) / len(durations)
+        jobs = [json.loads((Path(j["dir"]) / "result.json").read_text())["job"] for j in summary["jobs"]]
+    durations = [j["duration_s"] for j in jobs]
+    processes = [j.get("process_s", j["duration_s"]) for j in jobs]
+    per_job = (wall * slots - sum(processes)) / len(jobs)
+    per_job_timer = (wall * slots - sum(durations)) / len(jobs)
     text = (f"# Ray sweep orchestration cost\n\ncommand: `python bench/ray_overhead.py --jobs {args.jobs}`\n"
             f"machine: {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores, CPU only\n\n"
-            f"| jobs | slots | sweep wall s | sum of job run times s | orchestration s per job |\n|---|---|---|---|---|\n"
-            f"| {len(durations)} | {slots} | {wall:.1f} | {sum(durations):.1f} | {per_job:.2f} |\n\n"
-            "The sweep wall time includes starting and stopping the embedded Ray and Hydra's start-up, spread "
-            "over the jobs.\n")
+            "| jobs | slots | sweep wall s | sum of job process lifetimes s | orchestration s per job | "
+            "sum of job timers s | the same against job timers |\n|---|---|---|---|---|---|---|\n"
+            f"| {len(jobs)} | {slots} | {wall:.1f} | {sum(processes):.1f} | **{per_job:.2f}** | "
+            f"{sum(durations):.1f} | {per_job_timer:.2f} |\n\n"
+            "A job's own run time is its process's life (`job.process_s`: interpreter start, torch import, the chain, "
+            "exit), the work any launcher must do to run it; the last column counts only the job's own timer "
+            "(`job.duration_s`), so the gap between the two columns is the job process's start and exit. The sweep "
+            "wall time includes Hydra's start-up and starting and stopping the embedded Ray, spread over the jobs.\n")
     print(text)
     if args.out:
         args.out.write_text(text)

@@ -133,6 +133,20 @@ def _module_file_of(compiled_graph, sources: dict[str, str]) -> str | None:
     return sources.get(source) if source else None
 
 
+def copy_input(t):
+    """A copy of one module input with the same sizes *and strides*: the wrapper code
+    asserts both (assert_size_stride), and a backward's saved tensors are often views
+    into a larger buffer (a channel split, a concatenation), which clone() would make
+    contiguous (seen on the H200: mixnet_l's and densenet121's backward modules)."""
+    import torch
+
+    if not isinstance(t, torch.Tensor):
+        return t
+    out = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
+    out.copy_(t.detach())
+    return out
+
+
 class InputCapture:
     """Keep a copy of the real inputs each compiled module receives in one step.
 
@@ -163,9 +177,7 @@ class InputCapture:
         def __call__(graph, inputs):
             path = _module_file_of(graph, capture._sources)
             if path is not None and path not in capture.inputs:
-                capture.inputs[path] = [
-                    t.detach().clone() if isinstance(t, torch.Tensor) else t for t in inputs
-                ]
+                capture.inputs[path] = [copy_input(t) for t in inputs]
             return orig(graph, inputs)
 
         self._orig = orig

@@ -44,6 +44,8 @@ def describe(device: str) -> dict:
         "gpu": None,
         "gpu_count": 0,
         "driver": None,
+        # Which GPU of the host the job held (set by Ray or by hand); not a secret.
+        "cuda_visible_devices": __import__("os").environ.get("CUDA_VISIBLE_DEVICES"),
     }
     if device == "cuda":
         props = torch.cuda.get_device_properties(0)

@@ -38,6 +38,23 @@ def time_calls(fn: Callable[[], object], n: int, device: str, calls_per_sample: 
     return samples
 
 
+def time_calls_synced(fn: Callable[[], object], n: int, device: str, calls_per_sample: int = 1) -> list[float]:
+    """`n` samples of the mean milliseconds of one call, waiting for the device after every
+    call: the method of PyTorch's own harness (torch._inductor.utils.timed, which
+    `python <module>.py -p` divides its kernel time by). Each call then pays its host-side
+    launch time with the device idle, so a launch-bound module reads slower, and less
+    busy, than in time_calls()."""
+    samples = []
+    for _ in range(n):
+        synchronize(device)
+        t0 = time.perf_counter()
+        for _ in range(calls_per_sample):
+            fn()
+            synchronize(device)
+        samples.append((time.perf_counter() - t0) * 1000 / calls_per_sample)
+    return samples
+
+
 def peak_memory_reset(device: str) -> None:
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()

@@ -41,3 +41,20 @@ def call(args):
     info = ms.parse_module(src)
     assert info.role == ms.INFERENCE
     assert info.kernels == {"cpp_fused_relu_0": None}
+
+
+def test_captured_inputs_keep_the_strides_of_views():
+    import torch
+
+    from tasks.capture import copy_input
+
+    buf = torch.randn(4, 8, 3, 3)
+    view = buf[:, 2:6]  # a channel slice: not contiguous, strides of the larger buffer
+    assert not view.is_contiguous()
+    copy = copy_input(view)
+    assert copy.size() == view.size() and copy.stride() == view.stride()
+    assert torch.equal(copy, view) and copy.data_ptr() != view.data_ptr()
+    # what the generated wrapper code checks before it runs
+    torch._C._dynamo.guards.assert_size_stride(copy, tuple(view.size()), tuple(view.stride()))
+    assert view.clone().stride() != view.stride()  # why clone() was not enough
+    assert copy_input(3) == 3

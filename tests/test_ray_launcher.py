@@ -1,6 +1,8 @@
 """Sweeps through the Ray launcher (the default), with a real local Ray."""
 
+import gzip
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -17,9 +19,14 @@ TINY = ["mode=inference", "image_size=32", "batch_size=2", "measure.timed_steps=
         "measure.module_profile_calls=1", "measure.eager=false"]
 
 
+# A token-shaped value in the sweep's environment: it must not reach any file the sweep writes.
+SECRET = "sk-sweeper-test-7f3a9c1e5b"
+
+
 def sweep(sweep_dir, *overrides, timeout=900):
+    env = dict(os.environ, SWEEPER_TEST_API_TOKEN=SECRET)
     return subprocess.run([sys.executable, "-m", "sweeper", *overrides, f"hydra.sweep.dir={sweep_dir}"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def summary(sweep_dir):
@@ -68,6 +75,38 @@ def test_resume_skips_finished_jobs(four_jobs):
     assert "4/4 done (4 from an earlier run)" in proc.stdout
     assert all(j["reused_from_earlier_run"] for j in summary(d)["jobs"])
     assert time.time() - t0 < 120  # no job was compiled again
+
+
+@pytest.mark.slow
+def test_resume_reruns_a_job_whose_record_is_truncated(four_jobs):
+    d, _, args, _ = four_jobs
+    broken = Path(summary(d)["jobs"][1]["dir"]) / "result.json"
+    broken.write_text(broken.read_text()[:200])  # a record cut off mid-write
+    proc = sweep(d, *args)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    assert str(broken) in out and "running the job again" in out
+    assert "Launching 1 jobs on Ray (3 kept from an earlier run)" in out
+    jobs = summary(d)["jobs"]
+    assert [j["reused_from_earlier_run"] for j in jobs] == [True, False, True, True]
+    assert read_record(broken.parent)["status"] == "ok"
+
+
+@pytest.mark.slow
+def test_nothing_secret_is_written_and_generated_code_stays_in_the_job_cache(four_jobs):
+    d, scratch, _, _ = four_jobs
+    files = [p for p in Path(d).rglob("*") if p.is_file()]
+    assert len(files) > 20
+    for p in files:
+        data = gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()
+        assert SECRET.encode() not in data, f"{p} holds a value of the sweep's environment"
+    for job in summary(d)["jobs"]:
+        rec = read_record(job["dir"])
+        cache = Path(scratch).resolve()
+        for m in rec["modules"]:
+            # the module that ran came from this job's own cache folder, nowhere shared
+            src = Path(m["source_path"]).resolve()
+            assert src.is_relative_to(cache) and "cache" in src.relative_to(cache).parts, src
 
 
 @pytest.mark.slow
@@ -141,3 +180,30 @@ def test_ctrl_c_cancels_running_jobs_and_keeps_the_summary(tmp_path):
     time.sleep(2)
     left = subprocess.run(["pgrep", "-f", str(scratch)], capture_output=True, text=True).stdout.split()
     assert left == [], "job processes outlived the cancelled sweep"
+
+
+@pytest.mark.slow
+def test_ray_worker_killed_mid_job_is_retried(tmp_path):
+    scratch = tmp_path / "scratch"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweeper", "model=test_resnet", *TINY, "timeout_s=300",
+         f"hydra.launcher.scratch_dir={scratch}", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline, job_pid = time.time() + 180, None
+        while time.time() < deadline and not job_pid:
+            found = subprocess.run(["pgrep", "-f", f"tasks.job {scratch}"], capture_output=True, text=True)
+            job_pid = found.stdout.split()[0] if found.stdout.split() else None
+            time.sleep(0.5)
+        assert job_pid, "the job process never started"
+        worker_pid = int(Path(f"/proc/{job_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        os.kill(worker_pid, signal.SIGKILL)  # the Ray worker holding the job dies mid-job
+        out, _ = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out[-4000:]
+    time.sleep(1)
+    assert not Path(f"/proc/{job_pid}").exists(), "the first attempt's job process outlived its worker"
+    s = summary(tmp_path / "sweep")
+    assert s["counts"]["ok"] == 1  # retried on a fresh worker (max_retries_on_node_loss=1)

@@ -51,3 +51,34 @@ def test_bundle_round_trip_leaves_cache_behind_and_relocates_paths(tmp_path):
     assert moved["artifacts"]["traces"]["step"] == f"{final}/traces/step.json.gz"
     assert moved["modules"][0]["trace"] == f"{final}/traces/f.json.gz"
     assert moved["modules"][0]["source_path"] == f"{scratch}/cache/inductor/m.py"  # still on the node
+
+
+def test_progress_is_a_live_line_on_a_terminal_and_plain_lines_otherwise(capsys):
+    import io
+
+    from rich.console import Console
+
+    from hydra_plugins.sweeper_ray._core import Progress
+
+    screen = io.StringIO()
+    live = Progress(total=3, reused=1, console=Console(file=screen, force_terminal=True, width=150))
+    live.start()
+    live.show(running=2, slots=2)
+    live.finished("failed", 30.0)
+    live.show(running=1, slots=2)
+    live.stop()
+    drawn = screen.getvalue()
+    assert "\x1b[" in drawn  # redrawn in place with terminal control codes
+    assert "2/3 done (1 from an earlier run), 1 running, 1 failed" in drawn
+    assert "about 0 min left" in drawn or "about 1 min left" in drawn
+    assert capsys.readouterr().out == ""  # nothing printed as plain lines
+
+    plain = Progress(total=2, reused=0)  # pytest's stdout is not a terminal
+    plain.start()
+    plain.show(running=2, slots=2)
+    plain.show(running=2, slots=2)  # unchanged: not printed again
+    plain.finished("ok", 5.0)
+    plain.show(running=1, slots=2)
+    plain.stop()
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("[sweep] 0/2 done") and "1/2 done" in lines[1]

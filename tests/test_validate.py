@@ -48,6 +48,42 @@ def test_bad_input_stops_the_sweep_in_seconds_with_no_job_folder(tmp_path):
     assert time.time() - t0 < 60
 
 
+def _no_job_folder(path):
+    return not path.exists() or [p.name for p in path.iterdir() if p.is_dir()] == []
+
+
+def test_cluster_address_that_does_not_answer_stops_in_seconds(tmp_path):
+    t0 = time.time()
+    proc = subprocess.run([sys.executable, "-m", "sweeper", "model=resnet18", "hydra.launcher.address=127.0.0.1:9",
+                           "hydra.launcher.connect_timeout_s=3", f"hydra.sweep.dir={tmp_path}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "no Ray cluster answers at 127.0.0.1:9" in proc.stderr and "RAY_ADDRESS" in proc.stderr
+    assert _no_job_folder(tmp_path)
+    assert time.time() - t0 < 60
+
+
+def test_unwritable_outputs_folder_stops_before_any_job(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    proc = subprocess.run([sys.executable, "-m", "sweeper", "model=resnet18", f"hydra.sweep.dir={blocker}/sweep"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert f"the sweep folder {blocker}/sweep cannot be written" in proc.stderr and "hydra.sweep.dir" in proc.stderr
+
+
+def test_device_cuda_without_a_gpu_stops_before_any_job(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    proc = subprocess.run([sys.executable, "-m", "sweeper", "model=resnet18", "device=cuda",
+                           f"hydra.sweep.dir={tmp_path}"], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "device=cuda, but there is no GPU here; use device=auto or device=cpu" in proc.stderr
+    assert _no_job_folder(tmp_path)
+
+
 def test_dry_run_lists_jobs_and_runs_none(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "sweeper", "model=resnet18,mixnet_l", "autotune=on,off",
                            "dry_run=true", f"hydra.sweep.dir={tmp_path}"], cwd=ROOT, capture_output=True,

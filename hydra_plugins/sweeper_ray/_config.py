@@ -12,6 +12,8 @@ class RayLauncherConf:
     # An existing cluster ("ray://host:10001", "auto", "host:6379"). None: $RAY_ADDRESS if
     # set, else an embedded local Ray sized to this machine.
     address: Optional[str] = None
+    # Seconds to wait for the cluster's port to answer before giving up (exit 2).
+    connect_timeout_s: float = 10.0
     # Per job. None: 1 GPU where the cluster has GPUs; on a cluster without GPUs, all the
     # CPUs of a node (compiling and CPU kernels use every core, so CPU jobs run one a node).
     num_gpus_per_job: Optional[float] = None

@@ -42,7 +42,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from sweeper import summary as sm
 from sweeper.launch import failed_record
 from sweeper.record import RecordError, read_record, write_record
-from sweeper.validate import SweepConfigError, check_sweep
+from sweeper.validate import SweepConfigError, check_output_dir, check_ray_address, check_sweep
 
 log = logging.getLogger(__name__)
 _REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -68,14 +68,21 @@ def init_ray(conf: dict) -> str:
         return "already initialized"
     address = conf.get("address") or os.environ.get("RAY_ADDRESS")
     if address:
-        # An existing cluster: ask it for nothing (resources, dashboard) at init.
+        # An existing cluster: ask it for nothing (resources, dashboard) at init. A dead
+        # address would keep ray.init retrying for minutes: check it in seconds first.
+        _stop_on(check_ray_address, address, float(conf.get("connect_timeout_s") or 10))
         ray.init(address=address, runtime_env=dict(conf.get("runtime_env") or {}) or None)
         return f"joined Ray cluster at {address}"
-    pythonpath = os.pathsep.join(filter(None, [str(_REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    # Workers inherit the driver's environment. PYTHONPATH goes there, not into a
+    # runtime_env: Ray prestarts idle workers only for the default environment, and a
+    # fresh worker per job (max_calls=1) then starts in about 0.5 s instead of 0.9 s
+    # (2-core CPU machine, bench/results/ray_overhead_cpu.md).
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if str(_REPO_ROOT) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), *paths]))
     ray.init(
         include_dashboard=False,
         _node_ip_address="127.0.0.1",  # nothing listens beyond this machine
-        runtime_env={"env_vars": {"PYTHONPATH": pythonpath}},
     )
     return "started an embedded local Ray (127.0.0.1, no dashboard)"
 
@@ -191,29 +198,58 @@ def _save_hydra_files(job: Job) -> None:
 
 
 class Progress:
-    """One line per change: jobs done, running, failed, time so far and left."""
+    """Jobs done, running, failed, time so far and left. On a terminal: one live line at
+    the bottom (rich), with the jobs' own output scrolling above it; otherwise a plain
+    line per change (and at least one a minute), for logs and CI."""
 
-    def __init__(self, total: int, reused: int) -> None:
+    def __init__(self, total: int, reused: int, console=None) -> None:
         self.total, self.reused, self.t0 = total, reused, time.time()
         self.done = self.failed = 0
         self.durations: list[float] = []
         self._last = None
         self._last_print = 0.0
+        self._console = console
+        self._live = None
+
+    def start(self) -> None:
+        if self._console is None and not sys.stdout.isatty():
+            return
+        from rich.console import Console
+        from rich.live import Live
+
+        console = self._console or Console()
+        # Ray prints the workers' output through sys.stdout/err: redirected, it scrolls
+        # above the live line instead of tearing it.
+        self._live = Live(console=console, refresh_per_second=2, redirect_stdout=True, redirect_stderr=True)
+        self._live.start()
+
+    def stop(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
 
     def finished(self, status: str, duration: float) -> None:
         self.done += 1
         self.failed += status == "failed"
         self.durations.append(duration)
 
-    def show(self, running: int, slots: int) -> None:
+    def line(self, running: int, slots: int) -> str:
         elapsed = time.time() - self.t0
         left = self.total - self.reused - self.done
         eta = ""
         if self.durations and left:
             per_job = sum(self.durations) / len(self.durations)
             eta = f", about {per_job * left / max(1, min(slots, left)) / 60:.0f} min left"
-        line = (f"[sweep] {self.done + self.reused}/{self.total} done ({self.reused} from an earlier run), "
+        return (f"[sweep] {self.done + self.reused}/{self.total} done ({self.reused} from an earlier run), "
                 f"{running} running, {self.failed} failed, {elapsed / 60:.1f} min so far{eta}")
+
+    def show(self, running: int, slots: int) -> None:
+        line = self.line(running, slots)
+        if self._live is not None:
+            from rich.text import Text
+
+            self._live.update(Text(line, style="bold red" if self.failed else "bold"))
+            return
         state = (self.done, running, self.failed)
         if state != self._last or time.time() - self._last_print > 60:
             print(line, flush=True)
@@ -236,7 +272,7 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
         sm.LAST_SWEEP = None
         return []
     _confirm(len(jobs), jobs[0].spec["config"] if jobs else {})
-    sweep_dir.mkdir(parents=True, exist_ok=True)
+    _stop_on(check_output_dir, sweep_dir)
     _lock_sweep(sweep_dir)  # held until this process ends
     command = sys.argv[1:]
     started = time.time()
@@ -267,7 +303,7 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
         remote = ray.remote(max_calls=1)(run_in_worker).options(
             max_retries=int(conf.get("max_retries_on_node_loss", 1)), **res)
         scratch_root = Path(conf.get("scratch_dir") or "/tmp/sweeper-scratch") / _scratch_key(sweep_dir)
-        for job in to_run:
+        for job in sorted(to_run, key=_expected_cost, reverse=True):  # Ray starts them in this order
             _save_hydra_files(job)
             log.info(f"\t#{job.num} : {job.name}")
             timeout = job.spec["config"].get("timeout_s") or None
@@ -277,6 +313,7 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
 
     progress = Progress(len(jobs), len(jobs) - len(to_run))
     sm.write_summary(sweep_dir, list(entries.values()), started, command, done=not pending)
+    progress.start()
     try:
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1, timeout=1.0)
@@ -289,7 +326,9 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
                 sm.write_summary(sweep_dir, list(entries.values()), started, command, done=not pending)
             progress.show(min(len(pending), slots), slots)
         progress.show(0, slots)
+        progress.stop()  # the live line's last state stays on the screen
     except KeyboardInterrupt:
+        progress.stop()
         print(f"\n[sweep] interrupted: cancelling {len(pending)} running or queued jobs; finished results are kept",
               flush=True)
         for ref, job in pending.items():
@@ -302,12 +341,22 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
         sm.write_summary(sweep_dir, list(entries.values()), started, command, done=False)
         raise
     finally:  # finished, failed or interrupted: sweeper.__main__ reports it
+        progress.stop()
         sm.LAST_SWEEP = {"sweep_dir": sweep_dir, "jobs": list(entries.values()), "command": command}
     return [
         JobReturn(overrides=job.overrides, cfg=job.config, hydra_cfg=None, working_dir=str(job.job_dir),
                   task_name="sweeper", status=JobStatus.COMPLETED, _return_value=records[job.num]["status"])
         for job in jobs
     ]
+
+
+def _expected_cost(job: Job) -> tuple:
+    """A rough rank of how long a job takes, to start the longest first: with more jobs
+    than GPUs, a long job started last leaves the other GPUs idle at the end. On the
+    H200, max-autotune compiles took 3 to 8 times as long as default ones
+    (bench/results/h200_session2.md), and training steps longer than inference."""
+    cfg = job.spec["config"]
+    return (bool(cfg.get("autotune")), cfg.get("mode") == "training", -job.num)
 
 
 def _confirm(n: int, cfg: dict) -> None:
@@ -348,8 +397,13 @@ def _lock_sweep(sweep_dir: Path):
 
 def _check(jobs: list[Job], gpus_available: float | None = None) -> None:
     """Stop the sweep with every problem listed, before any job runs (exit code 2)."""
+    _stop_on(check_sweep, [(j.num, j.overrides, j.spec["config"]) for j in jobs], gpus_available)
+
+
+def _stop_on(check, *args) -> None:
+    """Run a pre-flight check; on a problem, say it and exit with code 2."""
     try:
-        check_sweep([(j.num, j.overrides, j.spec["config"]) for j in jobs], gpus_available)
+        check(*args)
     except SweepConfigError as e:
         print(f"sweeper: {e}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None

@@ -1,0 +1,80 @@
+"""Issue 4's scaling check: the same sweep through the Ray launcher on one GPU, then on
+every GPU of the machine; the many-GPU wall time should be at most 0.6 of the one-GPU one.
+
+    python bench/gpu_scaling.py --out-dir /tmp/scaling [--md bench/results/h200_scaling.md] \
+        model=resnet18,resnet34 autotune=on,off mode=inference
+
+Each sweep is a fresh `python -m sweeper` (its own embedded Ray) into its own folder;
+the one-GPU run sees only the first GPU (CUDA_VISIBLE_DEVICES), so Ray sizes itself to
+it. Prints a markdown table: sweep wall time, each job's own run time and status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def visible_gpus() -> list[str]:
+    if os.environ.get("CUDA_VISIBLE_DEVICES"):
+        return os.environ["CUDA_VISIBLE_DEVICES"].split(",")
+    out = subprocess.run(["nvidia-smi", "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True)
+    return [line.strip() for line in out.stdout.splitlines() if line.strip()]
+
+
+def sweep(overrides: list[str], gpus: list[str], sweep_dir: Path) -> dict:
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(gpus))
+    t0 = time.time()
+    with open(sweep_dir.parent / f"{sweep_dir.name}.log", "w") as log:
+        proc = subprocess.run([sys.executable, "-m", "sweeper", *overrides, f"hydra.sweep.dir={sweep_dir}"],
+                              cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    wall = time.time() - t0
+    summary = json.loads((sweep_dir / "summary.json").read_text())
+    jobs = []
+    for j in summary["jobs"]:
+        rec = json.loads((Path(j["dir"]) / "result.json").read_text())
+        jobs.append({"name": " ".join(j["overrides"]), "status": rec["status"],
+                     "process_s": rec["job"].get("process_s") or rec["job"]["duration_s"],
+                     "compile_s": (rec.get("timings") or {}).get("compile_s"),
+                     "gpu": (rec.get("environment") or {}).get("gpu"), "visible": (rec.get("environment") or {}).get("cuda_visible_devices")})
+    return {"gpus": len(gpus), "wall_s": wall, "rc": proc.returncode, "jobs": jobs}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out-dir", type=Path, required=True)
+    ap.add_argument("--md", type=Path)
+    ap.add_argument("overrides", nargs="+")
+    args = ap.parse_args()
+    gpus = visible_gpus()
+    if len(gpus) < 2:
+        print(f"needs at least two GPUs, found {gpus}", file=sys.stderr)
+        return 2
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    runs = [sweep(args.overrides, gpus[:1], args.out_dir / "gpu1"),
+            sweep(args.overrides, gpus, args.out_dir / f"gpu{len(gpus)}")]
+    ratio = runs[1]["wall_s"] / runs[0]["wall_s"]
+    lines = [f"command: `python bench/gpu_scaling.py --out-dir {args.out_dir} {' '.join(args.overrides)}`", "",
+             "| GPUs | sweep wall s | exit | jobs (status, process s, compile s, CUDA_VISIBLE_DEVICES) |", "|---|---|---|---|"]
+    for r in runs:
+        cells = "; ".join(f"{j['name']}: {j['status']}, {j['process_s']:.0f}, {j['compile_s'] or 0:.0f}, GPU {j['visible']}"
+                          for j in r["jobs"])
+        lines.append(f"| {r['gpus']} | {r['wall_s']:.1f} | {r['rc']} | {cells} |")
+    lines += ["", f"{len(gpus)}-GPU wall / 1-GPU wall = **{ratio:.2f}** (target at most 0.6)"]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    (args.out_dir / "scaling.json").write_text(json.dumps(runs, indent=1))
+    if args.md:
+        args.md.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

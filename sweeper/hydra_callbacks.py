@@ -1,0 +1,24 @@
+"""Hydra callbacks of the primary config (conf/config.yaml, hydra.callbacks)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from sweeper.validate import SweepConfigError, check_output_dir
+
+
+class Preflight(Callback):
+    """Checks that need only the composed config, run before Hydra's sweeper creates the
+    sweep folder: a folder that cannot be written stops the sweep here, with the fix,
+    instead of in a traceback from Hydra's mkdir (or, worse, after the first job)."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            check_output_dir(config.hydra.sweep.dir)
+        except SweepConfigError as e:
+            print(f"sweeper: {e}", file=sys.stderr, flush=True)
+            raise SystemExit(2) from None
