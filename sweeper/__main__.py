@@ -67,10 +67,24 @@ def main() -> None:
         text, failed = sm.closing_report(sweep["jobs"], sweep["sweep_dir"], sweep["command"])
         print(text, flush=True)
         print(f"summary: {Path(sweep['sweep_dir']) / sm.SUMMARY_FILE}", flush=True)
+        if not interrupted:
+            _report(Path(sweep["sweep_dir"]))
     if interrupted:
         sys.exit(130)
     if sweep is not None and failed:
         sys.exit(1)
+
+
+def _report(sweep_dir: Path) -> None:
+    """Tables, figures and report.html. A failure here must not fail a finished sweep:
+    the results are on disk, and `python -m sweeper.aggregate` can be run again."""
+    from sweeper.aggregate import aggregate
+
+    try:
+        print(f"report: {aggregate(sweep_dir)}", flush=True)
+    except Exception as e:  # noqa: BLE001
+        print(f"sweeper: the report could not be made ({type(e).__name__}: {e}); the results are kept. "
+              f"Retry with: python -m sweeper.aggregate {sweep_dir}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

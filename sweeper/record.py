@@ -103,3 +103,21 @@ def check_record(record: Any, source: str) -> None:
         raise RecordError(f"{source}: status {record['status']!r} is not one of {STATUSES}")
     if record["status"] != "ok" and not record.get("reason"):
         raise RecordError(f"{source}: a {record['status']} record must give its reason")
+
+
+def relocate(record: dict, old: str, new: str) -> dict:
+    """The record with its artifact paths moved from the node's scratch folder into the
+    sweep folder. Module source_paths stay: they name files in the node's compile cache."""
+
+    def move(path):
+        return new + path[len(old):] if isinstance(path, str) and path.startswith(old + "/") else path
+
+    out = json.loads(json.dumps(record))
+    out["job"]["dir"] = new
+    arts = out.get("artifacts") or {}
+    arts["log"] = move(arts.get("log"))
+    for group in ("traces", "modules"):
+        arts[group] = {k: move(v) for k, v in (arts.get(group) or {}).items()}
+    for m in out.get("modules", []):
+        m["trace"], m["artifact"] = move(m.get("trace")), move(m.get("artifact"))
+    return out

@@ -126,3 +126,16 @@ def test_job_past_its_time_limit_is_killed_and_recorded(tmp_path):
     rec = read_record(tmp_path / "0")
     assert rec["status"] == "failed" and "timed out after 2 s" in rec["reason"]
     assert "log_tail" in rec
+
+
+def test_out_of_memory_reason_names_the_batch_size():
+    import torch
+
+    from tasks.job import _reason
+
+    # the exception type and text torch raises on the GPU (H200 run: bench/results/h200_session2.md)
+    e = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 149.54 GiB. GPU 0 has a total capacity of 139.80 GiB")
+    assert _reason(e, {"batch_size": 100000}) == (
+        "out of GPU memory at batch size 100000: CUDA out of memory. Tried to allocate 149.54 GiB. "
+        "GPU 0 has a total capacity of 139.80 GiB")
+    assert _reason(ValueError("bad\nsecond line"), {}) == "ValueError: bad"

@@ -64,6 +64,21 @@ def test_four_job_sweep_on_ray(four_jobs):
         assert not (Path(job["dir"]) / "cache").exists()
     assert seen == {("test_resnet", True), ("test_resnet", False), ("test_vit", True), ("test_vit", False)}
     assert list(Path(scratch).glob("*/*/cache"))
+    # the aggregation ran at the end: tables equal the records, the report lists every job
+    import pandas as pd
+
+    assert f"report: {d / 'report.html'}" in proc.stdout
+    table = pd.read_parquet(d / "tables" / "jobs.parquet").set_index("job")
+    for job in s["jobs"]:
+        rec = read_record(job["dir"])
+        row = table.loc[job["num"]]
+        assert row["compiled_step_ms"] == rec["timings"]["compiled_step_ms"]["median"]
+        assert row["share_cpp_kernel"] == rec["step"]["categories"]["cpp_kernel"]["share_of_device_pct"]
+        assert row["device"] == "cpu" and pd.isna(row["peak_memory_mb"])
+    page = (d / "report.html").read_text()
+    assert page.count("python -m sweeper model=test_") == 4 and "test_vit b2 infer bf16 autotune" in page
+    assert sorted(p.name for p in (d / "figures").iterdir()) == ["autotune.png", "busy.png", "categories.png",
+                                                                "compile.png"]
 
 
 @pytest.mark.slow
@@ -207,3 +222,21 @@ def test_ray_worker_killed_mid_job_is_retried(tmp_path):
     assert not Path(f"/proc/{job_pid}").exists(), "the first attempt's job process outlived its worker"
     s = summary(tmp_path / "sweep")
     assert s["counts"]["ok"] == 1  # retried on a fresh worker (max_retries_on_node_loss=1)
+
+
+def test_embedded_ray_is_local_with_no_dashboard_and_token_auth():
+    import ray
+    from ray._private.authentication.authentication_utils import is_token_auth_enabled
+
+    from hydra_plugins.sweeper_ray._core import init_ray
+
+    assert not ray.is_initialized()
+    try:
+        assert "embedded local Ray" in init_ray({})
+        node = ray._private.worker.global_worker.node
+        assert node.node_ip_address == "127.0.0.1"
+        assert not node.address_info.get("webui_url")  # no dashboard at all
+        assert is_token_auth_enabled()  # Ray 2.60's default; sweeper never turns it off
+        assert os.environ.get("RAY_AUTH_MODE", "token") != "disabled"
+    finally:
+        ray.shutdown()

@@ -123,3 +123,16 @@ def test_second_sweep_into_the_same_folder_refuses(tmp_path):
     finally:
         first.send_signal(signal.SIGINT)
         first.communicate(timeout=120)
+
+
+@pytest.mark.parametrize("override, says", [("modle=resnet18", "Key 'modle' not in 'JobConfig'"),
+                                            ("mode=train", "Invalid value 'train', expected one of [training, inference]")])
+def test_unknown_key_or_value_stops_before_any_folder(tmp_path, override, says):
+    t0 = time.time()
+    sweep_dir = tmp_path / "sweep"
+    proc = subprocess.run([sys.executable, "-m", "sweeper", override, f"hydra.sweep.dir={sweep_dir}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert says in proc.stderr and override.split("=")[0] in proc.stderr
+    assert not sweep_dir.exists()
+    assert time.time() - t0 < 60

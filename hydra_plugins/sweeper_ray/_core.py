@@ -41,7 +41,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from sweeper import summary as sm
 from sweeper.launch import failed_record
-from sweeper.record import RecordError, read_record, write_record
+from sweeper.record import RecordError, read_record, relocate, write_record
 from sweeper.validate import SweepConfigError, check_output_dir, check_ray_address, check_sweep
 
 log = logging.getLogger(__name__)
@@ -142,24 +142,6 @@ def unpack(bundle: bytes, dest: Path) -> None:
         shutil.rmtree(dest / name, ignore_errors=True)  # nothing stale from an earlier run
     with tarfile.open(fileobj=io.BytesIO(bundle), mode="r:gz") as tar:
         tar.extractall(dest, filter="data")
-
-
-def relocate(record: dict, old: str, new: str) -> dict:
-    """The record with its artifact paths moved from the node's scratch folder into the
-    sweep folder. Module source_paths stay: they name files in the node's compile cache."""
-
-    def move(path):
-        return new + path[len(old):] if isinstance(path, str) and path.startswith(old + "/") else path
-
-    out = json.loads(json.dumps(record))
-    out["job"]["dir"] = new
-    arts = out.get("artifacts") or {}
-    arts["log"] = move(arts.get("log"))
-    for group in ("traces", "modules"):
-        arts[group] = {k: move(v) for k, v in (arts.get(group) or {}).items()}
-    for m in out.get("modules", []):
-        m["trace"], m["artifact"] = move(m.get("trace")), move(m.get("artifact"))
-    return out
 
 
 def _reusable(job: Job) -> dict | None:

@@ -1,0 +1,98 @@
+"""Aggregate a sweep folder: tables (Parquet and CSV), figures and report.html.
+
+    python -m sweeper.aggregate SWEEP_DIR
+
+Runs at the end of every sweep, and alone over an existing sweep folder (after a resume,
+or with a newer sweeper). Reads only the folder: summary.json when present, else every
+<job>/result.json. A record that cannot be read is left out with a note, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from sweeper import figures as fg
+from sweeper import report, tables
+from sweeper.record import RecordError, atomic_write_text, read_record, relocate
+
+TABLES_DIR, FIGURES_DIR, REPORT_FILE = "tables", "figures", "report.html"
+
+
+class AggregateError(ValueError):
+    """The folder is not a sweep folder that can be aggregated."""
+
+
+def load_sweep(sweep_dir: Path) -> tuple[dict, dict[int, dict], list[str]]:
+    """(summary, records by job number, notes about what was left out)."""
+    sweep_dir = Path(sweep_dir)
+    if not sweep_dir.is_dir():
+        raise AggregateError(f"no sweep folder at {sweep_dir}: give the folder a sweep wrote "
+                             "(the one with summary.json and numbered job folders)")
+    notes: list[str] = []
+    summary_path = sweep_dir / "summary.json"
+    summary: dict = {}
+    if summary_path.exists():
+        try:
+            summary = json.loads(summary_path.read_text())
+        except (OSError, ValueError) as e:
+            notes.append(f"{summary_path} could not be read ({e}); jobs were found from their folders")
+    if summary.get("jobs"):
+        dirs = {j["num"]: Path(j["dir"]) for j in summary["jobs"]}
+        # The job folder inside this sweep folder wins: a copied or moved sweep folder's
+        # records name where they were written, which may now hold another sweep.
+        dirs = {n: sweep_dir / d.name if (sweep_dir / d.name).is_dir() else d for n, d in dirs.items()}
+    else:
+        dirs = {int(p.parent.name): p.parent for p in sweep_dir.glob("*/result.json") if p.parent.name.isdigit()}
+        summary.setdefault("jobs", [])
+    if not dirs:
+        raise AggregateError(f"{sweep_dir} has no job results (no summary.json jobs, no <job>/result.json)")
+    records = {}
+    for num, d in sorted(dirs.items()):
+        try:
+            record = read_record(d)
+            written_in = (record.get("job") or {}).get("dir")
+            if written_in and Path(written_in) != d.resolve():  # artifact paths into this folder
+                record = relocate(record, written_in.rstrip("/"), str(d.resolve()))
+            record.setdefault("job", {})["id"] = str(num)  # the number in this sweep names the job
+            records[num] = record
+        except RecordError as e:
+            notes.append(f"job #{num} left out: {e}")
+    return summary, records, notes
+
+
+def aggregate(sweep_dir: Path) -> Path:
+    """Write tables/, figures/ and report.html into the sweep folder; returns the report."""
+    sweep_dir = Path(sweep_dir).resolve()
+    summary, records, notes = load_sweep(sweep_dir)
+    recs = [records[n] for n in sorted(records)]
+    jobs, cats, kernels = tables.jobs_table(recs), tables.categories_table(recs), tables.kernels_table(recs)
+    tdir = sweep_dir / TABLES_DIR
+    tdir.mkdir(exist_ok=True)
+    for name, df in (("jobs", jobs), ("categories", cats), ("kernels", kernels)):
+        df.to_parquet(tdir / f"{name}.parquet", index=False)
+        df.to_csv(tdir / f"{name}.csv", index=False)
+    figs = fg.all_figures(jobs, cats, sweep_dir / FIGURES_DIR)
+    page = report.render(sweep_dir, summary, records, jobs, kernels, figs, notes)
+    path = sweep_dir / REPORT_FILE
+    atomic_write_text(path, page)
+    return path
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1 or argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 2
+    try:
+        path = aggregate(Path(argv[0]))
+    except AggregateError as e:
+        print(f"sweeper.aggregate: {e}", file=sys.stderr)
+        return 2
+    print(f"report: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

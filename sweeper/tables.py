@@ -1,0 +1,175 @@
+"""Tidy tables of a sweep, built from its result records (pure: records in, DataFrames out).
+
+Three tables, one row per:
+- job (JOB_COLUMNS): configuration, status, timings, busy percentages, category shares;
+- job x scope x category (CATEGORY_COLUMNS): the step and each module;
+- job x scope x kernel (KERNEL_COLUMNS).
+Each table's columns are documented here, once; sweeper/aggregate.py writes them as
+Parquet and CSV into <sweep>/tables/.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from sweeper.categories import CATEGORIES
+
+JOB_COLUMNS: dict[str, str] = {
+    "job": "Hydra job number in the sweep",
+    "label": "model, batch, mode and variant, as figures name the job",
+    "key": "the job's configuration as one string (same in every sweep): joins sweeps in history",
+    "model": "timm model name",
+    "mode": "training or inference",
+    "batch_size": "batch size the job ran",
+    "image_size": "input height and width",
+    "amp": "autocast on or off",
+    "amp_dtype": "autocast dtype (float16, bfloat16) or none",
+    "cudagraphs": "CUDA graphs on",
+    "autotune": "Inductor max-autotune on",
+    "device": "cuda or cpu",
+    "compile_mode": "torch.compile mode the variant maps to",
+    "status": "ok, failed, skipped or cancelled",
+    "reason": "why the job failed or was skipped",
+    "phase": "the phase the job was in when it stopped",
+    "compile_s": "first compiled step, compile included, seconds",
+    "eager_step_ms": "median eager step, ms",
+    "compiled_step_ms": "median compiled step, ms",
+    "speedup": "eager / compiled step time",
+    "peak_memory_mb": "peak allocated device memory, MiB (none on a CPU)",
+    "busy_pct": "step: union of kernel intervals over the profiled span, %",
+    "busy_pct_reference_style": "step: summed kernel time over unprofiled step time, % (as `-p` prints)",
+    "device_ms": "step: summed kernel time per step, ms",
+    "gpu": "GPU name (none on a CPU)",
+    "torch": "torch version",
+    "duration_s": "the job's own run time, seconds",
+    "dir": "the job's folder",
+    "log": "the job's log",
+}
+# plus one column per category: share_<category>, the step's share of device time, %
+JOB_SHARE_PREFIX = "share_"
+
+CATEGORY_COLUMNS: dict[str, str] = {
+    "job": "Hydra job number",
+    "label": "as in the job table",
+    "scope": "step, or the module's label (forward_0, backward_1, inference_0)",
+    "role": "step, forward, backward or inference",
+    "category": "kernel category (sweeper/categories.py)",
+    "device_ms": "device time per run (step or module call), ms",
+    "share_pct": "share of the scope's device time, %",
+    "pct_of_wall": "device time over the scope's wall time, %",
+    "launches": "kernel launches per run",
+}
+
+KERNEL_COLUMNS: dict[str, str] = {
+    "job": "Hydra job number",
+    "label": "as in the job table",
+    "scope": "step or module label",
+    "kernel": "kernel name as the profiler saw it",
+    "category": "kernel category",
+    "device_ms": "device time per run, ms",
+    "count": "launches per run",
+    "share_pct": "share of the scope's device time, %",
+    "pct_of_wall": "device time over the scope's wall time, %",
+}
+
+
+def job_label(cfg: dict) -> str:
+    """'mixnet_l b128 train fp16' plus the variant: the name figures use for a job."""
+    parts = [str(cfg.get("model")), f"b{cfg.get('batch_size')}", "train" if cfg.get("mode") == "training" else "infer"]
+    if cfg.get("amp"):
+        parts.append({"float16": "fp16", "bfloat16": "bf16"}.get(str(cfg.get("amp_dtype")), "amp"))
+    if cfg.get("cudagraphs"):
+        parts.append("cudagraphs")
+    if cfg.get("autotune"):
+        parts.append("autotune")
+    return " ".join(parts)
+
+
+def job_key(cfg: dict) -> str:
+    """The configuration that identifies a job across sweeps (not its number or folder)."""
+    keys = ("model", "mode", "batch_size", "image_size", "amp", "amp_dtype", "cudagraphs", "autotune", "device")
+    return ",".join(f"{k}={cfg.get(k)}" for k in keys)
+
+
+def job_num(rec: dict) -> int:
+    value = str((rec.get("job") or {}).get("id"))
+    return int(value) if value.isdigit() else -1
+
+
+def unique_labels(records: list[dict]) -> dict[int, str]:
+    """job number -> label; jobs of one configuration (e.g. seeds) get their number added."""
+    labels = {job_num(r): job_label(r.get("config") or {}) for r in records}
+    counts = pd.Series(list(labels.values())).value_counts()
+    return {n: f"{lab} #{n}" if counts[lab] > 1 else lab for n, lab in labels.items()}
+
+
+def jobs_table(records: list[dict]) -> pd.DataFrame:
+    rows = []
+    names = unique_labels(records)
+    for rec in records:
+        cfg, t, step = rec.get("config") or {}, rec.get("timings") or {}, rec.get("step") or {}
+        env, job = rec.get("environment") or {}, rec.get("job") or {}
+        row = {
+            "job": job_num(rec),
+            "label": names[job_num(rec)],
+            "key": job_key(cfg),
+            **{k: cfg.get(k) for k in ("model", "mode", "batch_size", "image_size", "amp", "amp_dtype",
+                                       "cudagraphs", "autotune", "device", "compile_mode")},
+            "status": rec.get("status"),
+            "reason": rec.get("reason"),
+            "phase": rec.get("phase"),
+            "compile_s": t.get("compile_s"),
+            "eager_step_ms": (t.get("eager_step_ms") or {}).get("median"),
+            "compiled_step_ms": (t.get("compiled_step_ms") or {}).get("median"),
+            "speedup": t.get("speedup"),
+            "peak_memory_mb": t.get("peak_memory_mb"),
+            "busy_pct": step.get("busy_pct"),
+            "busy_pct_reference_style": step.get("busy_pct_reference_style"),
+            "device_ms": step.get("device_ms"),
+            "gpu": env.get("gpu"),
+            "torch": env.get("torch"),
+            "duration_s": job.get("duration_s"),
+            "dir": job.get("dir"),
+            "log": (rec.get("artifacts") or {}).get("log"),
+        }
+        cats = step.get("categories") or {}
+        for cat in CATEGORIES:
+            row[JOB_SHARE_PREFIX + cat] = (cats.get(cat) or {}).get("share_of_device_pct", 0.0) if cats else None
+        rows.append(row)
+    columns = list(JOB_COLUMNS) + [JOB_SHARE_PREFIX + c for c in CATEGORIES]
+    df = pd.DataFrame(rows, columns=columns)
+    if df["speedup"].isna().any():  # older records: derive it where both times exist
+        derived = df["eager_step_ms"] / df["compiled_step_ms"]
+        df["speedup"] = df["speedup"].fillna(derived)
+    return df.sort_values("job", kind="stable").reset_index(drop=True)
+
+
+def _scopes(records: list[dict]):
+    """(job, label, scope, role, breakdown) for each job's step and each module that has a
+    breakdown."""
+    names = unique_labels(records)
+    for rec in records:
+        job = job_num(rec)
+        if rec.get("step"):
+            yield job, names[job], "step", "step", rec["step"]
+        for m in rec.get("modules") or []:
+            if m.get("breakdown"):
+                yield job, names[job], m["label"], m.get("role"), m["breakdown"]
+
+
+def categories_table(records: list[dict]) -> pd.DataFrame:
+    rows = [{"job": job, "label": label, "scope": scope, "role": role, "category": cat,
+             "device_ms": c.get("device_ms"), "share_pct": c.get("share_of_device_pct"),
+             "pct_of_wall": c.get("pct_of_wall"), "launches": c.get("launches")}
+            for job, label, scope, role, b in _scopes(records)
+            for cat, c in (b.get("categories") or {}).items()]
+    return pd.DataFrame(rows, columns=list(CATEGORY_COLUMNS))
+
+
+def kernels_table(records: list[dict]) -> pd.DataFrame:
+    rows = [{"job": job, "label": label, "scope": scope, "kernel": k.get("name"), "category": k.get("category"),
+             "device_ms": k.get("device_ms"), "count": k.get("count"), "share_pct": k.get("share_of_device_pct"),
+             "pct_of_wall": k.get("pct_of_wall")}
+            for job, label, scope, _, b in _scopes(records)
+            for k in b.get("kernels") or []]
+    return pd.DataFrame(rows, columns=list(KERNEL_COLUMNS))
