@@ -38,6 +38,7 @@ def new_record(spec: dict, job_dir: str | Path) -> dict[str, Any]:
         "timings": {"phase_s": {}},
         "step": None,
         "modules": [],
+        "kernel_table": None,
         "artifacts": {"log": str(job_dir / "job.log"), "traces": {}, "modules": {}},
     }
 

@@ -226,6 +226,36 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
         if entry.get("trace"):
             record["artifacts"]["traces"][entry["label"]] = entry["trace"]
 
+    record["kernel_table"] = kernel_table(record, device, capture.modules)
+
+
+def kernel_table(record: dict, device: str, modules) -> dict:
+    """The kernels that matter, from the profiles. On a GPU: the Triton kernels holding
+    80% of the step's Triton time, with the bytes each moves (from its kernel file); their
+    standalone microbenchmarks are not built yet (issue 3), so no ms or GB/s is claimed.
+    On a CPU: the C++ kernels' profiled times; standalone kernel files are a GPU feature."""
+    from sweeper import microbench as mb
+    from sweeper.module_source import kernel_definitions
+
+    if device != "cuda":
+        return {"method": "profiled step (CPU)", "rows": mb.cpu_kernel_rows(record)}
+    paths = {}
+    for m in modules:
+        try:
+            paths.update({k: v for k, v in kernel_definitions(Path(m.path).read_text()).items() if v})
+        except OSError:
+            pass
+    rows = mb.select_kernels(record)
+    for row in rows:
+        row["kernel_path"] = paths.get(row["name"])
+        try:
+            row["num_gb"] = mb.kernel_num_gb(Path(row["kernel_path"]).read_text()) if row["kernel_path"] else None
+        except OSError:
+            row["num_gb"] = None
+        row.update(standalone_ms=None, gb_per_s=None, pct_of_peak_bandwidth=None, headroom_pct=None)
+    return {"method": "selection from the profiled step; standalone microbenchmarks not measured yet",
+            "cover_pct": mb.DEFAULT_COVER_PCT, "rows": rows}
+
 
 def _inject_fault(fault: str | None) -> None:
     if not fault:

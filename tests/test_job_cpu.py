@@ -46,6 +46,12 @@ def test_training_job_record(training_job):
     # progress was relayed to the console, phase by phase
     out = proc.stdout + proc.stderr
     assert "phase compile" in out and "phase done" in out
+    # the CPU kernel table: Inductor's C++ kernels from the profile, no standalone figure
+    table = rec["kernel_table"]
+    assert table["rows"] and "CPU" in table["method"]
+    cpp_ms = sum(k["device_ms"] for k in rec["step"]["kernels"] if k["category"] == "cpp_kernel")
+    assert sum(r["step_ms"] for r in table["rows"]) == pytest.approx(cpp_ms)
+    assert all(r["standalone_ms"] is None and "need a GPU" in r["method"] for r in table["rows"])
 
 
 @pytest.mark.slow

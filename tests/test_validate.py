@@ -111,7 +111,8 @@ def test_second_sweep_into_the_same_folder_refuses(tmp_path):
 
     first = subprocess.Popen([sys.executable, "-m", "sweeper", "model=test_resnet", "debug_fault=hang",
                               "timeout_s=120", f"hydra.sweep.dir={tmp_path}"], cwd=ROOT,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.time() + 120
         while time.time() < deadline and not (tmp_path / "summary.json").exists():

@@ -4,7 +4,7 @@ Why our own launcher: the published hydra-ray-launcher pinned an old Ray for yea
 boto3 and aiohttp, and loses every result when one worker crashes (shared/DESIGN.md).
 
 How a sweep runs:
-- Ray is embedded (a local Ray on 127.0.0.1, no dashboard) unless an address is given
+- Ray is embedded (a local Ray, no dashboard, token authentication on) unless an address is given
   (config `address` or $RAY_ADDRESS), in which case the driver asks the cluster for
   nothing at init.
 - Each job is a Ray task with max_calls=1, so it gets a fresh worker process, holding one
@@ -80,11 +80,12 @@ def init_ray(conf: dict) -> str:
     paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     if str(_REPO_ROOT) not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), *paths]))
-    ray.init(
-        include_dashboard=False,
-        _node_ip_address="127.0.0.1",  # nothing listens beyond this machine
-    )
-    return "started an embedded local Ray (127.0.0.1, no dashboard)"
+    # No dashboard. The node address cannot be pinned to loopback: Ray 2.60 turns
+    # "127.0.0.1" into the machine's reachable address (services.resolve_ip_for_localhost)
+    # and its GCS and raylet listen on every interface. Ray's token authentication (on by
+    # default for local clusters) is what keeps others out; see docs/reliability.md.
+    ray.init(include_dashboard=False)
+    return "started an embedded local Ray (no dashboard, token authentication on)"
 
 
 def job_resources(conf: dict) -> dict:

@@ -1,0 +1,65 @@
+"""Kernel selection and the byte/bandwidth arithmetic, on real H200 kernel files and records."""
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from sweeper import microbench as mb
+
+H200 = Path(__file__).parent / "fixtures" / "h200"
+
+
+def record(name):
+    return json.loads(gzip.decompress((H200 / "session2" / f"{name}.result.json.gz").read_bytes()))
+
+
+@pytest.mark.parametrize("kind, gb", [("poi", 0.006432768), ("red", 0.002469888), ("per", 0.00012852)])
+def test_bytes_moved_agree_with_the_kernels_own_estimate(kind, gb):
+    source = (H200 / f"triton_{kind}.py").read_text()
+    assert mb.kernel_num_gb(source) == gb
+    # the same figure from the get_args() tensors: each read once, in_out_ptr written back
+    assert mb.args_bytes(source) == round(gb * 1e9)
+
+
+def test_pointwise_bytes_by_hand():
+    source = (H200 / "triton_poi.py").read_text()
+    big = 32 * 512 * 7 * 7 * 2  # an fp16 activation (channels-last strides, dense)
+    small = 512 * 4  # an fp32 per-channel vector
+    # 3 activations read (one of them in_out_ptr0, also written) + 5 per-channel vectors
+    assert mb.args_bytes(source) == 3 * big + 5 * small + big
+
+
+def test_default_selection_covers_80_percent_of_mixnet_triton_time():
+    rec = record("mixnet_l")
+    rows = mb.select_kernels(rec)
+    triton_ms = sum(k["device_ms"] for k in rec["step"]["kernels"] if k["category"].startswith("triton_"))
+    assert sum(r["step_ms"] for r in rows) / triton_ms * 100 >= 80.0
+    assert rows[-1]["cumulative_pct"] >= 80.0 > rows[-2]["cumulative_pct"]  # no more than needed
+    assert len(rows) == 109 and len(rows) <= mb.DEFAULT_MAX_KERNELS
+    assert [r["step_ms"] for r in rows] == sorted((r["step_ms"] for r in rows), reverse=True)
+    assert all(r["category"].startswith("triton_") for r in rows)
+    # each selected kernel is found in a module's breakdown (forward or backward)
+    assert {r["module"] for r in rows} <= {"forward_0", "backward_1"} and all(r["module"] for r in rows)
+    assert len(mb.select_kernels(rec, cover_pct=50, max_kernels=10)) == 10
+
+
+def test_bandwidth_and_headroom_arithmetic():
+    assert mb.copy_bandwidth_gbps(2**30, 0.5) == pytest.approx(2 * 2**30 / 0.0005 / 1e9)
+    row = mb.bandwidth(ms=0.01, num_gb=0.006432768, peak_gbps=4000.0)
+    assert row["gb_per_s"] == pytest.approx(643.2768) and row["pct_of_peak_bandwidth"] == pytest.approx(16.08192)
+    assert mb.bandwidth(ms=0.01, num_gb=None, peak_gbps=4000.0) == {"gb_per_s": None, "pct_of_peak_bandwidth": None}
+    assert mb.headroom_pct(chosen_ms=0.020, best_ms=0.015) == pytest.approx(25.0)
+    assert mb.headroom_pct(chosen_ms=None, best_ms=0.015) is None
+
+
+def test_cpu_rows_say_there_is_no_standalone_benchmark():
+    rec = {"step": {"kernels": [
+        {"name": "graph_0_cpp_fused_add_0", "category": "cpp_kernel", "device_ms": 3.0, "count": 1},
+        {"name": "aten::mkldnn_convolution", "category": "library_mm_conv", "device_ms": 9.0, "count": 4},
+        {"name": "graph_0_cpp_fused_relu_1", "category": "cpp_kernel", "device_ms": 1.0, "count": 2}]}}
+    rows = mb.cpu_kernel_rows(rec)
+    assert [r["name"] for r in rows] == ["graph_0_cpp_fused_add_0", "graph_0_cpp_fused_relu_1"]
+    assert rows[0]["share_of_cpp_pct"] == 75.0 and rows[0]["standalone_ms"] is None
+    assert "need a GPU" in rows[0]["method"]
