@@ -43,6 +43,7 @@ class MeasureConfig:
     module_calls_per_round: int = 10
     module_profile_calls: int = 10  # calls of a compiled module under the profiler
     eager: bool = True  # also time the eager step (for the speedup)
+    microbench: bool = True  # GPU: standalone benchmarks of the kernels holding 80% of Triton time
 
 
 @dataclass

@@ -113,10 +113,18 @@ def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.Da
         out.append("<table id='kernel-table'><tr><th>job</th><th>kernel</th><th>category</th><th>ms per step</th>"
                    "<th>launches</th><th>share of step device time %</th><th>autotune headroom</th></tr>")
         for _, k in step.iterrows():
+            bench = {r["name"]: r for r in ((records.get(k["job"], {}).get("kernel_table") or {}).get("rows") or [])}
+            row = bench.get(k["kernel"]) or {}
+            if row.get("headroom_pct") is not None:
+                headroom = f"{row['headroom_pct']:.1f}% ({row.get('headroom_method')})"
+            elif row.get("error"):
+                headroom = f"not measured: {row['error']}"
+            else:
+                headroom = "not measured"
             out.append(f"<tr><td>{_e(k['label'])}</td><td><code>{_e(str(k['kernel'])[:120])}</code></td>"
                        f"<td>{_e(k['category'])}</td><td class='num'>{_num(k['device_ms'], '{:.3f}')}</td>"
                        f"<td class='num'>{_num(k['count'], '{:.0f}')}</td><td class='num'>{_num(k['share_pct'], '{:.1f}')}</td>"
-                       "<td>not measured (no microbenchmarks yet)</td></tr>")
+                       f"<td>{_e(headroom)}</td></tr>")
         out.append("</table>")
 
     out.append("<h2 id='rerun'>Re-run one job alone</h2><ul>")

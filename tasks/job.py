@@ -227,12 +227,36 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
             record["artifacts"]["traces"][entry["label"]] = entry["trace"]
 
     record["kernel_table"] = kernel_table(record, device, capture.modules)
+    if device == "cuda" and measure.get("microbench", True) and record["kernel_table"]["rows"]:
+        phase("microbench")
+        say(f"microbenchmark {len(record['kernel_table']['rows'])} kernels")
+        try:
+            from tasks import microbench
+
+            microbench.run(record["kernel_table"], _kernel_objects(capture.modules))
+        except Exception as e:  # noqa: BLE001 - the breakdown stands without it
+            record["kernel_table"]["error"] = f"microbenchmarks failed: {_reason(e, cfg)}"
+
+
+def _kernel_objects(modules) -> dict:
+    """kernel name -> the kernel object (CachingAutotuner) the job's compiled modules run."""
+    from sweeper.module_source import kernel_definitions
+    from tasks.capture import loaded_module
+
+    out = {}
+    for m in modules:
+        mod = loaded_module(m.path)
+        for name in kernel_definitions(Path(m.path).read_text()):
+            obj = getattr(mod, name, None)
+            if obj is not None and hasattr(obj, "launchers"):
+                out[name] = obj
+    return out
 
 
 def kernel_table(record: dict, device: str, modules) -> dict:
     """The kernels that matter, from the profiles. On a GPU: the Triton kernels holding
-    80% of the step's Triton time, with the bytes each moves (from its kernel file); their
-    standalone microbenchmarks are not built yet (issue 3), so no ms or GB/s is claimed.
+    80% of the step's Triton time, with the bytes each moves (from its kernel file); the
+    standalone figures stay None until tasks/microbench.py fills them.
     On a CPU: the C++ kernels' profiled times; standalone kernel files are a GPU feature."""
     from sweeper import microbench as mb
     from sweeper.module_source import kernel_definitions
@@ -253,7 +277,7 @@ def kernel_table(record: dict, device: str, modules) -> dict:
         except OSError:
             row["num_gb"] = None
         row.update(standalone_ms=None, gb_per_s=None, pct_of_peak_bandwidth=None, headroom_pct=None)
-    return {"method": "selection from the profiled step; standalone microbenchmarks not measured yet",
+    return {"method": "selection from the profiled step (standalone figures: tasks/microbench.py, when run)",
             "cover_pct": mb.DEFAULT_COVER_PCT, "rows": rows}
 
 

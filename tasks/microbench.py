@@ -1,0 +1,111 @@
+"""Standalone benchmarks of the selected Triton kernels, in the job's own process (GPU).
+
+The kernels are already compiled and loaded here, so nothing is started per kernel (by
+hand, `python <kernel>.py` costs 12 to 14 s a kernel, mostly start-up). For each kernel:
+- standalone time: the job's own kernel object (the config the job chose) run on the
+  kernel file's get_args() inputs, timed by Inductor's benchmarker (warm-up, L2 cache
+  flushed between runs, as Inductor's autotuner times);
+- bytes moved: the kernel's kernel_num_gb; GB/s and the share of the peak bandwidth,
+  measured once per job with a large device-to-device copy;
+- registers, spills and shared memory of the chosen config;
+- autotune headroom: the kernel file loaded afresh, every candidate config timed with its
+  benchmark_all_configs(), chosen config against the best.
+One kernel's inputs are held at a time. A kernel that fails is noted in its row.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from sweeper import microbench as mb
+
+
+def peak_bandwidth_gbps(nbytes: int = 1 << 30, reps: int = 20) -> float:
+    """Device memory bandwidth from a device-to-device copy (bytes read plus written)."""
+    from tasks.timing import time_calls
+
+    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    ms = statistics.median(time_calls(lambda: dst.copy_(src), reps, "cuda"))
+    del src, dst
+    torch.cuda.empty_cache()
+    return mb.copy_bandwidth_gbps(nbytes, ms)
+
+
+def _load_fresh(path: str):
+    """A new module object from the kernel file, bypassing PyCodeCache: the cached one is
+    the job's own kernel, which after its first call keeps only the winning config."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"sweeper_fresh_{Path(path).stem}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _config_key(config) -> str:
+    return repr((sorted(getattr(config, "kwargs", {}).items()), getattr(config, "num_warps", None),
+                 getattr(config, "num_stages", None)))
+
+
+def bench_kernel(row: dict, job_kernel, peak_gbps: float | None) -> dict:
+    """Fill one selected kernel's row (see sweeper/microbench.py select_kernels)."""
+    from torch._C import _cuda_getCurrentRawStream as get_raw_stream
+    from torch._inductor.runtime.benchmarking import benchmarker
+
+    fresh = _load_fresh(row["kernel_path"])
+    args = fresh.get_args()
+    # Headroom first: after its first call a kernel keeps only its winning config.
+    timings = {}
+    if hasattr(fresh, "benchmark_all_configs"):
+        timings = {_config_key(launcher.config): ms for launcher, ms in fresh.benchmark_all_configs(args).items()}
+    launcher = job_kernel.launchers[0]
+    stream = get_raw_stream(torch.cuda.current_device())
+    ms = benchmarker.benchmark_gpu(lambda: job_kernel.run(*args, stream=stream))
+    chosen = timings.get(_config_key(launcher.config))
+    best = min(timings.values()) if timings else None
+    row.update(
+        standalone_ms=ms,
+        profiled_ms_per_launch=row["step_ms"] / row["launches"] if row.get("launches") else None,
+        **mb.bandwidth(ms, row.get("num_gb"), peak_gbps),
+        config=str(launcher.config),
+        regs=getattr(launcher, "n_regs", None),
+        spills=getattr(launcher, "n_spills", None),
+        shared_bytes=getattr(launcher, "shared", None),
+        configs_tried=len(timings),
+        chosen_config_ms=chosen,
+        best_config_ms=best,
+        headroom_pct=mb.headroom_pct(chosen, best) if len(timings) > 1 else 0.0 if timings else None,
+        headroom_method=(f"benchmark_all_configs over {len(timings)} candidate configs" if len(timings) > 1
+                         else "one candidate config: nothing to choose" if timings else None),
+    )
+    del args, fresh
+    return row
+
+
+def run(table: dict, kernels_by_name: dict) -> dict:
+    """Benchmark every selected row of `table` (a job's kernel_table on a GPU)."""
+    t0 = time.time()
+    peak = peak_bandwidth_gbps()
+    table.update(peak_bandwidth_gbps=peak, method=(
+        "standalone: the job's kernel on its file's get_args(), Inductor's benchmarker (L2 flushed); "
+        "bandwidth: kernel_num_gb over that time, against a device-to-device copy; headroom: chosen "
+        "config against the best of benchmark_all_configs()"))
+    for row in table["rows"]:
+        kernel = kernels_by_name.get(row["name"])
+        if kernel is None or not row.get("kernel_path"):
+            row["error"] = "kernel object or file not found in the compiled modules"
+            continue
+        try:
+            bench_kernel(row, kernel, peak)
+        except Exception as e:  # noqa: BLE001 - one kernel's failure is noted, not fatal
+            row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+    torch.cuda.empty_cache()
+    table["seconds"] = round(time.time() - t0, 3)
+    return table
