@@ -14,6 +14,7 @@ import json
 import shutil
 import sys
 import tempfile
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,8 +53,15 @@ def build(sweep: Path) -> Path:
         job_dir.mkdir(parents=True)
         (job_dir / "result.json").write_text(json.dumps(rec, indent=1))
         entries.append(sm.job_entry(num, rec["job"]["overrides"], job_dir, rec))
-    sm.write_summary(sweep, entries, 0.0, ["(records of several H200 sweeps, session 2: bench/example_report.py)"],
+    # started: the first record's start, so that the page's date is the runs' date
+    started = min(datetime.fromisoformat(json.loads((sweep / str(n) / "result.json").read_text())["job"]["started_at"])
+                  .timestamp() for n in range(len(ORDER))
+                  if json.loads((sweep / str(n) / "result.json").read_text())["job"].get("started_at"))
+    sm.write_summary(sweep, entries, started, ["(records of several H200 sweeps, session 2: bench/example_report.py)"],
                      done=True)
+    summary = json.loads((sweep / "summary.json").read_text())
+    summary["elapsed_s"] = None  # gathered from several sweeps: no one sweep's duration
+    (sweep / "summary.json").write_text(json.dumps(summary, indent=1))
     return aggregate(sweep)
 
 

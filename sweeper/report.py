@@ -56,10 +56,11 @@ def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.Da
     env = next((records[n].get("environment") or {} for n in ok["job"] if n in records), {})
     out = [f"<!doctype html><html><head><meta charset='utf-8'><title>sweeper report: {_e(sweep_dir.name)}</title>",
            f"<style>{_STYLE}</style></head><body>",
-           f"<h1>sweeper report: {_e(sweep_dir)}</h1>"]
+           f"<h1>sweeper report: {_e(sweep_dir.name)}</h1>", f"<p>Folder: <code>{_e(sweep_dir)}</code></p>"]
     command = summary.get("command")
     out.append(f"<p>Command: <code>python -m sweeper {_e(' '.join(shlex.quote(c) for c in command or []))}</code>"
-               f"<br>Started {_e(summary.get('started_at'))}, {_e(summary.get('elapsed_s'))} s; "
+               f"<br>Started {_e(summary.get('started_at'))}"
+               + (f", {_e(summary.get('elapsed_s'))} s" if summary.get("elapsed_s") is not None else "") + "; "
                f"{len(jobs)} jobs: " + ", ".join(f"{n} {s}" for s, n in jobs["status"].value_counts().items()) + "</p>")
     if env:
         keys = ("gpu", "gpu_count", "driver", "cuda", "torch", "triton", "timm", "python", "host", "cpu_count")
