@@ -7,9 +7,11 @@ relays as progress, so that a long compile never looks like a hang.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 from datetime import datetime, timezone
@@ -163,9 +165,11 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
     capture = ModuleCapture()
     with capture:
         t0 = time.time()
-        step()
-        synchronize(device)
+        with heartbeat(t0):
+            step()
+            synchronize(device)
         timings["compile_s"] = round(time.time() - t0, 3)  # first call, compile included
+        timings["compile_split_s"] = compile_split(timings["compile_s"])
         phase("warmup")
         t0 = time.time()
         for _ in range(measure["warmup_steps"]):
@@ -236,6 +240,48 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
             microbench.run(record["kernel_table"], _kernel_objects(capture.modules))
         except Exception as e:  # noqa: BLE001 - the breakdown stands without it
             record["kernel_table"]["error"] = f"microbenchmarks failed: {_reason(e, cfg)}"
+
+
+@contextlib.contextmanager
+def heartbeat(t0: float):
+    """A line every SWEEPER_HEARTBEAT_S seconds (60) while the first step compiles, so that
+    a 10-minute max-autotune compile does not look hung in the sweep's output."""
+    from torch._dynamo.utils import compilation_time_metrics as metrics
+
+    every_s = float(os.environ.get("SWEEPER_HEARTBEAT_S", "60"))
+    stop = threading.Event()
+
+    def beat():
+        while not stop.wait(every_s):
+            tuned = sum(len(v) for k, v in list(metrics.items()) if k.endswith("_template_autotuning"))
+            say(f"still compiling: {time.time() - t0:.0f} s, {tuned} autotuned choices so far")
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def compile_split(compile_s: float) -> dict:
+    """The first step's seconds by kind, from Inductor's own timers (dynamo_timed):
+    template autotuning (max-autotune's benchmarking of mm/conv choices), compiling those
+    choices, Triton kernels' runtime autotuning, and the rest. Parts may overlap where
+    Inductor runs them in threads, so `rest_s` is floored at 0."""
+    from torch._dynamo.utils import compilation_time_metrics as metrics
+
+    def total(match) -> float:
+        return round(sum(sum(v) for k, v in list(metrics.items()) if match(k)), 3)
+
+    split = {
+        "template_autotuning_s": total(lambda k: k.endswith("_template_autotuning")),
+        "template_precompiling_s": total(lambda k: k.endswith("_template_precompiling")),
+        "kernel_autotuning_s": total(lambda k: k == "CachingAutotuner.benchmark_all_configs"),
+    }
+    split["rest_s"] = round(max(0.0, compile_s - sum(split.values())), 3)
+    return split
 
 
 def _kernel_objects(modules) -> dict:

@@ -2,6 +2,7 @@
 small timm model -> captured modules -> profiles -> result.json."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,17 +18,18 @@ SMALL = ["image_size=32", "batch_size=2", "measure.timed_steps=3", "measure.warm
          "measure.module_profile_calls=2"]
 
 
-def sweep(sweep_dir, *overrides, timeout=900):
+def sweep(sweep_dir, *overrides, timeout=900, env=None):
     return subprocess.run(
         [sys.executable, "-m", "sweeper", *overrides, f"hydra.sweep.dir={sweep_dir}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+        cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env,
     )
 
 
 @pytest.fixture(scope="module")
 def training_job(tmp_path_factory):
     d = tmp_path_factory.mktemp("train")
-    proc = sweep(d, "model=test_resnet", *SMALL)
+    # a heartbeat every 3 s instead of 60, so that the CPU compile (about 20 s) shows some
+    proc = sweep(d, "model=test_resnet", *SMALL, env=dict(os.environ, SWEEPER_HEARTBEAT_S="3"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return d / "0", proc
 
@@ -46,6 +48,11 @@ def test_training_job_record(training_job):
     # progress was relayed to the console, phase by phase
     out = proc.stdout + proc.stderr
     assert "phase compile" in out and "phase done" in out
+    assert "still compiling: " in out  # a long compile does not look hung
+    split = t["compile_split_s"]
+    assert set(split) == {"template_autotuning_s", "template_precompiling_s", "kernel_autotuning_s", "rest_s"}
+    assert split["template_autotuning_s"] == 0.0  # autotune=off
+    assert 0 < split["rest_s"] <= t["compile_s"]
     # the CPU kernel table: Inductor's C++ kernels from the profile, no standalone figure
     table = rec["kernel_table"]
     assert table["rows"] and "CPU" in table["method"]
