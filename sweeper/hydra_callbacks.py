@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from sweeper.validate import SweepConfigError, check_output_dir
+from sweeper.validate import check_output_dir, stop_on_problem
 
 
 class Preflight(Callback):
@@ -17,8 +16,4 @@ class Preflight(Callback):
     instead of in a traceback from Hydra's mkdir (or, worse, after the first job)."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        try:
-            check_output_dir(config.hydra.sweep.dir)
-        except SweepConfigError as e:
-            print(f"sweeper: {e}", file=sys.stderr, flush=True)
-            raise SystemExit(2) from None
+        stop_on_problem(check_output_dir, config.hydra.sweep.dir)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import base64
 import html
 import os
-import shlex
 from pathlib import Path
 
 import pandas as pd
 
 from sweeper.figures import Figure
+from sweeper.summary import rerun_command
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; max-width: 1300px; color: #222; }
@@ -45,10 +45,6 @@ def _link(path: str | None, sweep_dir: Path, text: str) -> str:
     return f'<a href="{_e(href)}">{_e(text)}</a>'
 
 
-def _rerun(overrides: list[str]) -> str:
-    return "python -m sweeper " + " ".join(shlex.quote(o) for o in overrides)
-
-
 def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.DataFrame,
            kernels: pd.DataFrame, figures: list[Figure], notes: list[str]) -> str:
     entries = {j["num"]: j for j in summary.get("jobs", [])}
@@ -58,7 +54,7 @@ def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.Da
            f"<style>{_STYLE}</style></head><body>",
            f"<h1>sweeper report: {_e(sweep_dir.name)}</h1>", f"<p>Folder: <code>{_e(sweep_dir)}</code></p>"]
     command = summary.get("command")
-    out.append(f"<p>Command: <code>python -m sweeper {_e(' '.join(shlex.quote(c) for c in command or []))}</code>"
+    out.append(f"<p>Command: <code>{_e(rerun_command(command or []))}</code>"
                f"<br>Started {_e(summary.get('started_at'))}"
                + (f", {_e(summary.get('elapsed_s'))} s" if summary.get("elapsed_s") is not None else "") + "; "
                f"{len(jobs)} jobs: " + ", ".join(f"{n} {s}" for s, n in jobs["status"].value_counts().items()) + "</p>")
@@ -94,7 +90,7 @@ def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.Da
             overrides = entries.get(r["job"], {}).get("overrides") or (records.get(r["job"], {}).get("job") or {}).get("overrides") or []
             out.append(f"<tr class='{_e(r['status'])}'><td>{r['job']}</td><td>{_e(r['label'])}</td><td>{_e(r['status'])}</td>"
                        f"<td>{_e(r['phase'])}</td><td>{_e(r['reason'])}</td>"
-                       f"<td>{_e(r['log'] or entries.get(r['job'], {}).get('log'))}</td><td><code>{_e(_rerun(overrides))}</code></td></tr>")
+                       f"<td>{_e(r['log'] or entries.get(r['job'], {}).get('log'))}</td><td><code>{_e(rerun_command(overrides))}</code></td></tr>")
         out.append("</table>")
 
     out.append("<h2 id='figures'>Figures</h2>")
@@ -130,7 +126,7 @@ def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.Da
 
     out.append("<h2 id='rerun'>Re-run one job alone</h2><ul>")
     for num, entry in sorted(entries.items()):
-        out.append(f"<li>#{num}: <code>{_e(_rerun(entry.get('overrides') or []))}</code></li>")
+        out.append(f"<li>#{num}: <code>{_e(rerun_command(entry.get('overrides') or []))}</code></li>")
     out.append("</ul><p>Tables: <code>tables/*.parquet</code> and <code>tables/*.csv</code> in this folder.</p>")
     # On load, the page counts the figures the browser really decoded: a headless browser's
     # DOM dump then shows them (tests/test_report.py), no server or driver needed.

@@ -61,6 +61,11 @@ def write_summary(sweep_dir: Path, jobs: list[dict], started: float, command: li
     return path
 
 
+def rerun_command(overrides: list[str]) -> str:
+    """The command that runs one job alone."""
+    return "python -m sweeper " + " ".join(shlex.quote(o) for o in overrides)
+
+
 def closing_report(jobs: list[dict], sweep_dir: Path, command: list[str]) -> tuple[str, bool]:
     """Lines to print when the sweep ends, and whether any job failed."""
     lines = []
@@ -78,5 +83,5 @@ def closing_report(jobs: list[dict], sweep_dir: Path, command: list[str]) -> tup
         lines.append(f"  python -m sweeper {args} hydra.sweep.dir={shlex.quote(str(sweep_dir))}")
         one = failed[0]
         lines.append("Re-run one job alone, e.g.:")
-        lines.append(f"  python -m sweeper {' '.join(shlex.quote(o) for o in one['overrides'])}")
+        lines.append(f"  {rerun_command(one['overrides'])}")
     return "\n".join(lines), bool(failed)

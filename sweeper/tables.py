@@ -13,6 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from sweeper.categories import CATEGORIES
+from sweeper.summary import headline
 
 JOB_COLUMNS: dict[str, str] = {
     "job": "Hydra job number in the sweep",
@@ -107,7 +108,7 @@ def jobs_table(records: list[dict]) -> pd.DataFrame:
     rows = []
     names = unique_labels(records)
     for rec in records:
-        cfg, t, step = rec.get("config") or {}, rec.get("timings") or {}, rec.get("step") or {}
+        cfg, step = rec.get("config") or {}, rec.get("step") or {}
         env, job = rec.get("environment") or {}, rec.get("job") or {}
         row = {
             "job": job_num(rec),
@@ -118,13 +119,7 @@ def jobs_table(records: list[dict]) -> pd.DataFrame:
             "status": rec.get("status"),
             "reason": rec.get("reason"),
             "phase": rec.get("phase"),
-            "compile_s": t.get("compile_s"),
-            "eager_step_ms": (t.get("eager_step_ms") or {}).get("median"),
-            "compiled_step_ms": (t.get("compiled_step_ms") or {}).get("median"),
-            "speedup": t.get("speedup"),
-            "peak_memory_mb": t.get("peak_memory_mb"),
-            "busy_pct": step.get("busy_pct"),
-            "busy_pct_reference_style": step.get("busy_pct_reference_style"),
+            **headline(rec),  # the figures summary.json shows, under the same names
             "device_ms": step.get("device_ms"),
             "gpu": env.get("gpu"),
             "torch": env.get("torch"),

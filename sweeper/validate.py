@@ -50,6 +50,17 @@ def check_sweep(jobs: list[tuple[int, list[str], dict]], gpus_available: float |
             f"{len(lines)} problem(s) found before starting; no job was run:\n" + "\n".join(lines))
 
 
+def stop_on_problem(check, *args) -> None:
+    """Run a pre-flight check; on a problem, say it and exit with code 2, having run nothing."""
+    import sys
+
+    try:
+        check(*args)
+    except SweepConfigError as e:
+        print(f"sweeper: {e}", file=sys.stderr, flush=True)
+        raise SystemExit(2) from None
+
+
 def check_output_dir(path) -> None:
     """Raise SweepConfigError unless `path` (the sweep folder) can be created and written,
     so that an unwritable outputs folder stops the sweep before any job, not after."""

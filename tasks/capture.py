@@ -168,7 +168,6 @@ class InputCapture:
         self._orig = None
 
     def __enter__(self) -> "InputCapture":
-        import torch
         from torch._inductor.output_code import CompiledFxGraph
 
         orig = CompiledFxGraph.__call__

@@ -230,14 +230,14 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
         if entry.get("trace"):
             record["artifacts"]["traces"][entry["label"]] = entry["trace"]
 
-    record["kernel_table"] = kernel_table(record, device, capture.modules)
+    from tasks import microbench
+
+    record["kernel_table"] = microbench.kernel_table(record, device, capture.modules)
     if device == "cuda" and measure.get("microbench", True) and record["kernel_table"]["rows"]:
         phase("microbench")
         say(f"microbenchmark {len(record['kernel_table']['rows'])} kernels")
         try:
-            from tasks import microbench
-
-            microbench.run(record["kernel_table"], _kernel_objects(capture.modules))
+            microbench.run(record["kernel_table"], microbench.kernel_objects(capture.modules))
         except Exception as e:  # noqa: BLE001 - the breakdown stands without it
             record["kernel_table"]["error"] = f"microbenchmarks failed: {_reason(e, cfg)}"
 
@@ -282,49 +282,6 @@ def compile_split(compile_s: float) -> dict:
     }
     split["rest_s"] = round(max(0.0, compile_s - sum(split.values())), 3)
     return split
-
-
-def _kernel_objects(modules) -> dict:
-    """kernel name -> the kernel object (CachingAutotuner) the job's compiled modules run."""
-    from sweeper.module_source import kernel_definitions
-    from tasks.capture import loaded_module
-
-    out = {}
-    for m in modules:
-        mod = loaded_module(m.path)
-        for name in kernel_definitions(Path(m.path).read_text()):
-            obj = getattr(mod, name, None)
-            if obj is not None and hasattr(obj, "launchers"):
-                out[name] = obj
-    return out
-
-
-def kernel_table(record: dict, device: str, modules) -> dict:
-    """The kernels that matter, from the profiles. On a GPU: the Triton kernels holding
-    80% of the step's Triton time, with the bytes each moves (from its kernel file); the
-    standalone figures stay None until tasks/microbench.py fills them.
-    On a CPU: the C++ kernels' profiled times; standalone kernel files are a GPU feature."""
-    from sweeper import microbench as mb
-    from sweeper.module_source import kernel_definitions
-
-    if device != "cuda":
-        return {"method": "profiled step (CPU)", "rows": mb.cpu_kernel_rows(record)}
-    paths = {}
-    for m in modules:
-        try:
-            paths.update({k: v for k, v in kernel_definitions(Path(m.path).read_text()).items() if v})
-        except OSError:
-            pass
-    rows = mb.select_kernels(record)
-    for row in rows:
-        row["kernel_path"] = paths.get(row["name"])
-        try:
-            row["num_gb"] = mb.kernel_num_gb(Path(row["kernel_path"]).read_text()) if row["kernel_path"] else None
-        except OSError:
-            row["num_gb"] = None
-        row.update(standalone_ms=None, gb_per_s=None, pct_of_peak_bandwidth=None, headroom_pct=None)
-    return {"method": "selection from the profiled step (standalone figures: tasks/microbench.py, when run)",
-            "cover_pct": mb.DEFAULT_COVER_PCT, "rows": rows}
 
 
 def _inject_fault(fault: str | None) -> None:

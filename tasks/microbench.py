@@ -1,4 +1,5 @@
-"""Standalone benchmarks of the selected Triton kernels, in the job's own process (GPU).
+"""The job's kernel table, and standalone benchmarks of its selected Triton kernels in the
+job's own process (GPU).
 
 The kernels are already compiled and loaded here, so nothing is started per kernel (by
 hand, `python <kernel>.py` costs 12 to 14 s a kernel, mostly start-up). For each kernel:
@@ -109,3 +110,50 @@ def run(table: dict, kernels_by_name: dict) -> dict:
     torch.cuda.empty_cache()
     table["seconds"] = round(time.time() - t0, 3)
     return table
+
+
+def _module_kernels(modules) -> list[tuple[str, dict[str, str | None]]]:
+    """(module path, kernel name -> kernel file) for each compiled module, read once."""
+    from sweeper.module_source import kernel_definitions
+
+    out = []
+    for m in modules:
+        try:
+            out.append((m.path, kernel_definitions(Path(m.path).read_text())))
+        except OSError:
+            pass
+    return out
+
+
+def kernel_objects(modules) -> dict:
+    """kernel name -> the kernel object (CachingAutotuner) the job's compiled modules run."""
+    from tasks.capture import loaded_module
+
+    out = {}
+    for path, kernels in _module_kernels(modules):
+        mod = loaded_module(path)
+        for name in kernels:
+            obj = getattr(mod, name, None)
+            if obj is not None and hasattr(obj, "launchers"):
+                out[name] = obj
+    return out
+
+
+def kernel_table(record: dict, device: str, modules) -> dict:
+    """The kernels that matter, from the profiles. On a GPU: the Triton kernels holding
+    80% of the step's Triton time, with the bytes each moves (from its kernel file); the
+    standalone figures stay None until run() fills them.
+    On a CPU: the C++ kernels' profiled times; standalone kernel files are a GPU feature."""
+    if device != "cuda":
+        return {"method": "profiled step (CPU)", "rows": mb.cpu_kernel_rows(record)}
+    paths = {name: path for _, kernels in _module_kernels(modules) for name, path in kernels.items() if path}
+    rows = mb.select_kernels(record)
+    for row in rows:
+        row["kernel_path"] = paths.get(row["name"])
+        try:
+            row["num_gb"] = mb.kernel_num_gb(Path(row["kernel_path"]).read_text()) if row["kernel_path"] else None
+        except OSError:
+            row["num_gb"] = None
+        row.update(standalone_ms=None, gb_per_s=None, pct_of_peak_bandwidth=None, headroom_pct=None)
+    return {"method": "selection from the profiled step (standalone figures: tasks/microbench.py, when run)",
+            "cover_pct": mb.DEFAULT_COVER_PCT, "rows": rows}

@@ -25,7 +25,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import io
-import json
 import logging
 import os
 import shutil
@@ -42,7 +41,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from sweeper import summary as sm
 from sweeper.launch import failed_record
 from sweeper.record import RecordError, read_record, relocate, write_record
-from sweeper.validate import SweepConfigError, check_output_dir, check_ray_address, check_sweep
+from sweeper.validate import check_output_dir, check_ray_address, check_sweep, stop_on_problem
 
 log = logging.getLogger(__name__)
 _REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +69,7 @@ def init_ray(conf: dict) -> str:
     if address:
         # An existing cluster: ask it for nothing (resources, dashboard) at init. A dead
         # address would keep ray.init retrying for minutes: check it in seconds first.
-        _stop_on(check_ray_address, address, float(conf.get("connect_timeout_s") or 10))
+        stop_on_problem(check_ray_address, address, float(conf.get("connect_timeout_s") or 10))
         ray.init(address=address, runtime_env=dict(conf.get("runtime_env") or {}) or None)
         return f"joined Ray cluster at {address}"
     # Workers inherit the driver's environment. PYTHONPATH goes there, not into a
@@ -255,7 +254,7 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
         sm.LAST_SWEEP = None
         return []
     _confirm(len(jobs), jobs[0].spec["config"] if jobs else {})
-    _stop_on(check_output_dir, sweep_dir)
+    stop_on_problem(check_output_dir, sweep_dir)
     _lock_sweep(sweep_dir)  # held until this process ends
     command = sys.argv[1:]
     started = time.time()
@@ -380,16 +379,7 @@ def _lock_sweep(sweep_dir: Path):
 
 def _check(jobs: list[Job], gpus_available: float | None = None) -> None:
     """Stop the sweep with every problem listed, before any job runs (exit code 2)."""
-    _stop_on(check_sweep, [(j.num, j.overrides, j.spec["config"]) for j in jobs], gpus_available)
-
-
-def _stop_on(check, *args) -> None:
-    """Run a pre-flight check; on a problem, say it and exit with code 2."""
-    try:
-        check(*args)
-    except SweepConfigError as e:
-        print(f"sweeper: {e}", file=sys.stderr, flush=True)
-        raise SystemExit(2) from None
+    stop_on_problem(check_sweep, [(j.num, j.overrides, j.spec["config"]) for j in jobs], gpus_available)
 
 
 def _collect(ref, job: Job, duration: float) -> dict:
