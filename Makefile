@@ -1,6 +1,6 @@
 # Two commands set everything up on a fresh machine (see README):
 #   make demo   install, then run the default sweep (local, embedded)
-#   make test   install, then run the test suite
+#   make test   install (Chromium too, for the report's browser test), then run the test suite
 # Both install into .venv first; re-running is cheap once .venv/.installed exists.
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 # both lie on local disk, and PyPI's torchvision does not import beside a "+cpu" torch.
 TORCH  ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: install demo test clean
+.PHONY: install browser demo test clean
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml Makefile
@@ -21,7 +21,16 @@ $(VENV)/.installed: pyproject.toml Makefile
 demo: install
 	$(PY) -m sweeper $(ARGS)
 
-test: install
+# Chromium from Debian's packages, for tests/test_report.py (as root, or with sudo). Where
+# it cannot be installed this says so; that one test then skips, or fails under CI=true.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; else SUDO=none; fi; \
+	  if [ "$$SUDO" = none ]; then echo "warning: cannot install chromium (not root, no sudo)" >&2; \
+	  else { $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; } \
+	    || echo "warning: installing chromium failed" >&2; fi; }
+
+test: install browser
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 clean:
