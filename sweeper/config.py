@@ -60,6 +60,10 @@ class JobConfig:
     seed: int = 0
     # Where the job-private Inductor/Triton cache folders go. None: inside the job folder.
     cache_root: Optional[str] = None
+    # A folder where the jobs on one node share max-autotune results (tasks/autotune_store.py),
+    # so that jobs sharing shapes (CUDA graphs on and off, the same grid night after night)
+    # autotune once. None: each job autotunes on its own. The nightly preset sets it.
+    autotune_store: Optional[str] = None
     # Seconds a job may run before it is killed and recorded as failed (0: no limit).
     # Max-autotune compiles of mid-size models take over 10 minutes on an H200.
     timeout_s: int = 3600

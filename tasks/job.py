@@ -151,6 +151,13 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
         timings["eager_step_ms"] = spread(time_calls(eager_step, measure["timed_steps"], device))
         timings["eager_peak_memory_mb"] = peak_memory_mb(device)
 
+    store = cfg.get("autotune_store") if cfg["autotune"] else None
+    if store:  # max-autotune results of earlier jobs on this node (tasks/autotune_store.py)
+        from tasks import autotune_store
+
+        timings["autotune_store"] = autotune_store.seed(Path(store), Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]))
+        say(f"autotune store {store}: {timings['autotune_store']['seeded_entries']} timed choices from earlier jobs")
+
     phase("compile")
     torch._dynamo.reset()
     compiled = torch.compile(w.forward_fn(), mode=None if mode == "default" else mode)
@@ -176,6 +183,8 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
             step()
         synchronize(device)
         timings["warmup_s"] = round(time.time() - t0, 3)
+    if store:  # every autotuning is done by now (the backward compiles at the first step)
+        timings["autotune_store"].update(autotune_store.publish(Path(store), Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])))
     if not capture.modules:
         raise RuntimeError("no compiled module was captured: Inductor produced no wrapper code")
     with InputCapture(capture.modules) as real_inputs:
