@@ -1,7 +1,11 @@
-"""The example report under docs/example-report/, from the H200 records of session 2
-(tests/fixtures/h200/session2: the scaling sweep's autotune on/off pairs, resnet18 with
-CUDA graphs off and on, the OOM sweep, mixnet_l and densenet121). They come from several
-sweeps, gathered into one folder; it is not one sweep of issue 5's grid.
+"""The example report under docs/example-report: issue 5's example grid as it ran on two
+H200s (third session, bench/results/h200_session3.md):
+
+    python -m sweeper +sweep=example        # on the GPU machine: 6 jobs, 8.4 min on two H200s
+
+Its records and summary are committed (tests/fixtures/h200/session3); this script
+re-aggregates them, as `python -m sweeper.aggregate <sweep>` does over a sweep folder,
+so that the example follows the report's current version.
 
     python bench/example_report.py [--out docs/example-report]
 """
@@ -14,17 +18,13 @@ import json
 import shutil
 import sys
 import tempfile
-from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from sweeper import summary as sm  # noqa: E402
 from sweeper.aggregate import aggregate  # noqa: E402
 
-FIXTURES = ROOT / "tests" / "fixtures" / "h200" / "session2"
-ORDER = ["mixnet_l", "densenet121", "resnet18_0", "resnet18_1", "scaling_gpu2_0", "scaling_gpu2_1",
-         "scaling_gpu2_2", "scaling_gpu2_3", "oom_0", "oom_1"]
+FIXTURES = ROOT / "tests" / "fixtures" / "h200" / "session3"
 
 
 def main() -> int:
@@ -32,35 +32,26 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "example-report")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        report = build(Path(tmp) / "h200-session2")
+        report = build(Path(tmp) / "example")
         # Only what a reader opens: the page (self-contained), its figures and tables.
         shutil.rmtree(args.out, ignore_errors=True)
         args.out.mkdir(parents=True)
         shutil.copy(report, args.out / "report.html")
         shutil.copytree(report.parent / "figures", args.out / "figures")
-        for f in ("jobs.csv", "categories.csv"):
-            (args.out / "tables").mkdir(exist_ok=True)
+        (args.out / "tables").mkdir()
+        for f in ("jobs.csv", "categories.csv", "microbench.csv"):
             shutil.copy(report.parent / "tables" / f, args.out / "tables" / f)
     print(f"report: {args.out / 'report.html'}")
     return 0
 
 
 def build(sweep: Path) -> Path:
-    entries = []
-    for num, name in enumerate(ORDER):
-        rec = json.loads(gzip.decompress((FIXTURES / f"{name}.result.json.gz").read_bytes()))
-        job_dir = sweep / str(num)
-        job_dir.mkdir(parents=True)
-        (job_dir / "result.json").write_text(json.dumps(rec, indent=1))
-        entries.append(sm.job_entry(num, rec["job"]["overrides"], job_dir, rec))
-    # started: the first record's start, so that the page's date is the runs' date
-    started = min(datetime.fromisoformat(json.loads((sweep / str(n) / "result.json").read_text())["job"]["started_at"])
-                  .timestamp() for n in range(len(ORDER))
-                  if json.loads((sweep / str(n) / "result.json").read_text())["job"].get("started_at"))
-    sm.write_summary(sweep, entries, started, ["(records of several H200 sweeps, session 2: bench/example_report.py)"],
-                     done=True)
-    summary = json.loads((sweep / "summary.json").read_text())
-    summary["elapsed_s"] = None  # gathered from several sweeps: no one sweep's duration
+    summary = json.loads(gzip.decompress((FIXTURES / "example.summary.json.gz").read_bytes()))
+    for entry in summary["jobs"]:
+        num = entry["num"]
+        rec = gzip.decompress((FIXTURES / f"example_{num}.result.json.gz").read_bytes())
+        (sweep / str(num)).mkdir(parents=True)
+        (sweep / str(num) / "result.json").write_bytes(rec)
     (sweep / "summary.json").write_text(json.dumps(summary, indent=1))
     return aggregate(sweep)
 

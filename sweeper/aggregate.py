@@ -69,12 +69,13 @@ def aggregate(sweep_dir: Path) -> Path:
     summary, records, notes = load_sweep(sweep_dir)
     recs = [records[n] for n in sorted(records)]
     jobs, cats, kernels = tables.jobs_table(recs), tables.categories_table(recs), tables.kernels_table(recs)
+    bench = tables.microbench_table(recs)
     tdir = sweep_dir / TABLES_DIR
     tdir.mkdir(exist_ok=True)
-    for name, df in (("jobs", jobs), ("categories", cats), ("kernels", kernels)):
+    for name, df in (("jobs", jobs), ("categories", cats), ("kernels", kernels), ("microbench", bench)):
         df.to_parquet(tdir / f"{name}.parquet", index=False)
         df.to_csv(tdir / f"{name}.csv", index=False)
-    figs = fg.all_figures(jobs, cats, sweep_dir / FIGURES_DIR)
+    figs = fg.all_figures(jobs, cats, bench, sweep_dir / FIGURES_DIR)
     page = report.render(sweep_dir, summary, records, jobs, kernels, figs, notes)
     path = sweep_dir / REPORT_FILE
     atomic_write_text(path, page)

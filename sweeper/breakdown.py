@@ -40,6 +40,13 @@ def spread(values: Sequence[float]) -> dict:
     }
 
 
+def steady(values: Sequence[float], pct: float) -> bool:
+    """Whether repeated measurements have settled: their interquartile range within `pct`
+    percent of their median (spread() above). A module whose rounds agree needs no more."""
+    s = spread(values)
+    return s["median"] > 0 and s["iqr"] / s["median"] * 100 <= pct
+
+
 def profiled_span(
     kernels: Sequence[Interval], ranges: Sequence[tuple[float, float]]
 ) -> tuple[float, float] | None:

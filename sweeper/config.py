@@ -39,11 +39,16 @@ class MeasureConfig:
     warmup_steps: int = 5  # after the compiling call; CUDA graphs record in the first ones
     timed_steps: int = 20  # eager and compiled step time: median of these
     profile_steps: int = 5  # steps of the real compiled step under the profiler
-    module_rounds: int = 15  # module wall time: rounds of timing, median and spread over them
+    module_rounds: int = 15  # module wall time: at most this many rounds, median and spread over them
+    module_min_rounds: int = 5  # at least this many; then more only until the rounds are steady:
+    module_steady_pct: float = 2.0  # their interquartile range within this % of their median
     module_calls_per_round: int = 10
     module_profile_calls: int = 10  # calls of a compiled module under the profiler
     eager: bool = True  # also time the eager step (for the speedup)
     microbench: bool = True  # GPU: standalone benchmarks of the kernels holding 80% of Triton time
+    # ...within this share of the job's compile-and-warm-up seconds (0: no limit). Every kernel
+    # is timed alone first; the autotune headroom of the costliest ones fills what is left.
+    microbench_budget_pct: float = 10.0
 
 
 @dataclass

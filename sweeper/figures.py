@@ -103,12 +103,20 @@ def autotune_pairs(jobs: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
     return pairs
 
 
-def autotune_figure(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> Figure:
-    title = "max-autotune on against off: step time and category shares"
+def autotune_figure(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame, out_dir: Path) -> Figure:
+    """Per pair of jobs differing only in autotune: step time, the step's category shares,
+    and, where microbenchmarks exist, each benchmarked kernel's headroom (chosen config
+    against the best candidate config; with autotune on, the chosen config is
+    max-autotune's own, which may lie outside the candidates)."""
+    title = "max-autotune on against off: step time, category shares, kernel headroom"
     pairs = autotune_pairs(jobs)
     if not pairs:
         return Figure("autotune", title, None, "no pair of finished jobs differing only in autotune")
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 1.5 + 0.9 * len(pairs)))
+    pair_jobs = {int(row["job"]) for pair in pairs for row in pair}
+    head = bench[bench["job"].isin(pair_jobs)].dropna(subset=["headroom_pct"]) if not bench.empty else bench
+    panels = 3 if not head.empty else 2
+    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, max(3.2, 1.5 + 0.9 * len(pairs))))
+    ax1, ax2 = axes[0], axes[1]
     names = [off["label"] for off, _ in pairs]
     y = range(len(pairs))
     ax1.barh([i - 0.2 for i in y], [off["compiled_step_ms"] for off, _ in pairs], height=0.4, label="autotune off")
@@ -135,15 +143,51 @@ def autotune_figure(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> Fi
     ax2.invert_yaxis()
     ax2.set_xlabel("share of the step's device time (%)")
     ax2.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    if panels == 3:
+        ax3 = axes[2]
+        rows = [(f"{off['model']} {tag}", row["job"]) for off, on in pairs for row, tag in ((off, "off"), (on, "on"))]
+        for i, (name, job) in enumerate(rows):
+            h = head[head["job"] == job]
+            ax3.scatter(h["headroom_pct"], [i] * len(h), s=14, alpha=0.7, color="tab:purple")
+        ax3.axvline(0, color="grey", linewidth=1)
+        ax3.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
+        ax3.invert_yaxis()
+        ax3.set_xlabel("per kernel: best candidate config faster than the chosen (%)")
     fig.suptitle(title)
     return Figure("autotune", title, _save(fig, out_dir, "autotune"), None, tuple(names))
 
 
-def roofline_figure(out_dir: Path) -> Figure:
-    """Placeholder note until result records carry per-kernel microbenchmarks (issue 3):
-    the figure needs achieved bandwidth per kernel, which no record has yet."""
-    return Figure("roofline", "kernels against the bandwidth roofline", None,
-                  "no kernel microbenchmarks in these records (per-kernel benchmarks are not built yet)")
+def roofline_figure(bench: pd.DataFrame, out_dir: Path) -> Figure:
+    """Each benchmarked kernel at its share of the step's Triton time (x) and the share of
+    the measured peak bandwidth it reached alone (y). Kernels far below the line and far to
+    the right are the ones worth optimizing; near 100% they are bandwidth-bound already."""
+    title = "kernels against the bandwidth roofline"
+    pts = bench.dropna(subset=["pct_of_peak_bandwidth", "share_of_triton_pct"]) if not bench.empty else bench
+    if pts.empty:
+        return Figure("roofline", title, None,
+                      "no kernel microbenchmarks with bandwidth in these records (they need a GPU job "
+                      "with measure.microbench=true)")
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    labels = list(dict.fromkeys(pts["label"]))
+    for i, label in enumerate(labels):
+        p = pts[pts["label"] == label]
+        ax.scatter(p["share_of_triton_pct"], p["pct_of_peak_bandwidth"], s=18, alpha=0.75,
+                   color=plt.get_cmap("tab10")(i % 10), label=f"{label} ({len(p)} kernels)")
+    ax.axhline(100, color="grey", linestyle="--", linewidth=1)
+    ax.text(ax.get_xlim()[1], 101, "measured peak (device-to-device copy)", ha="right", va="bottom", fontsize=7)
+    for _, k in pts.nlargest(3, "step_ms").iterrows():  # name the costliest few
+        ax.annotate(str(k["kernel"])[:40], (k["share_of_triton_pct"], k["pct_of_peak_bandwidth"]),
+                    fontsize=6, xytext=(4, -8), textcoords="offset points")
+    ax.set_xscale("log")
+    # Above 100%: kernel_num_gb counts bytes the kernel need not fetch from memory (e.g. a
+    # broadcast operand, or data still in the 50 MB L2): it is an estimate, not a count.
+    ax.set_xlabel("kernel's share of the step's Triton time (%, log scale)\n"
+                  "(above 100%: the kernel's own byte estimate, kernel_num_gb, exceeds what it fetched)", fontsize=8)
+    ax.set_ylabel("achieved bandwidth alone (% of measured peak)")
+    ax.set_ylim(0, max(110, float(pts["pct_of_peak_bandwidth"].max()) * 1.05))
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    ax.set_title(title)
+    return Figure("roofline", title, _save(fig, out_dir, "roofline"), None, tuple(labels))
 
 
 def compile_figure(jobs: pd.DataFrame, out_dir: Path) -> Figure:
@@ -159,6 +203,6 @@ def compile_figure(jobs: pd.DataFrame, out_dir: Path) -> Figure:
     return Figure("compile", title, _save(fig, out_dir, "compile"), None, tuple(ok["label"]))
 
 
-def all_figures(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> list[Figure]:
+def all_figures(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame, out_dir: Path) -> list[Figure]:
     return [categories_figure(jobs, cats, out_dir), busy_figure(jobs, out_dir),
-            autotune_figure(jobs, cats, out_dir), roofline_figure(out_dir), compile_figure(jobs, out_dir)]
+            autotune_figure(jobs, cats, bench, out_dir), roofline_figure(bench, out_dir), compile_figure(jobs, out_dir)]

@@ -107,8 +107,13 @@ def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.Da
     if step.empty:
         out.append("<p class='note'>No kernel table: no finished job has a profiled step.</p>")
     else:
+        out.append("<p>Alone: one launch of the job's own kernel on its file's inputs (L2 flushed), with the "
+                   "bandwidth it reached against the job's measured peak (device-to-device copy); headroom: the "
+                   "chosen config against the best candidate config. Every benchmarked kernel: "
+                   "<code>tables/microbench.csv</code>.</p>")
         out.append("<table id='kernel-table'><tr><th>job</th><th>kernel</th><th>category</th><th>ms per step</th>"
-                   "<th>launches</th><th>share of step device time %</th><th>autotune headroom</th></tr>")
+                   "<th>launches</th><th>share of step device time %</th><th>alone ms</th>"
+                   "<th>% of peak bandwidth</th><th>autotune headroom</th></tr>")
         for _, k in step.iterrows():
             bench = {r["name"]: r for r in ((records.get(k["job"], {}).get("kernel_table") or {}).get("rows") or [])}
             row = bench.get(k["kernel"]) or {}
@@ -117,10 +122,12 @@ def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.Da
             elif row.get("error"):
                 headroom = f"not measured: {row['error']}"
             else:
-                headroom = "not measured"
+                headroom = row.get("headroom_method") or "not measured"
             out.append(f"<tr><td>{_e(k['label'])}</td><td><code>{_e(str(k['kernel'])[:120])}</code></td>"
                        f"<td>{_e(k['category'])}</td><td class='num'>{_num(k['device_ms'], '{:.3f}')}</td>"
                        f"<td class='num'>{_num(k['count'], '{:.0f}')}</td><td class='num'>{_num(k['share_pct'], '{:.1f}')}</td>"
+                       f"<td class='num'>{_num(row.get('standalone_ms'), '{:.4f}')}</td>"
+                       f"<td class='num'>{_num(row.get('pct_of_peak_bandwidth'), '{:.0f}')}</td>"
                        f"<td>{_e(headroom)}</td></tr>")
         out.append("</table>")
 

@@ -3,7 +3,8 @@
 Three tables, one row per:
 - job (JOB_COLUMNS): configuration, status, timings, busy percentages, category shares;
 - job x scope x category (CATEGORY_COLUMNS): the step and each module;
-- job x scope x kernel (KERNEL_COLUMNS).
+- job x scope x kernel (KERNEL_COLUMNS);
+- job x selected kernel, with its microbenchmarks (BENCH_COLUMNS).
 Each table's columns are documented here, once; sweeper/aggregate.py writes them as
 Parquet and CSV into <sweep>/tables/.
 """
@@ -71,6 +72,28 @@ KERNEL_COLUMNS: dict[str, str] = {
     "count": "launches per run",
     "share_pct": "share of the scope's device time, %",
     "pct_of_wall": "device time over the scope's wall time, %",
+}
+
+BENCH_COLUMNS: dict[str, str] = {
+    "job": "Hydra job number",
+    "label": "as in the job table",
+    "kernel": "Triton kernel name",
+    "category": "kernel category",
+    "module": "the compiled module that launches it",
+    "step_ms": "device time per compiled step, ms (profile)",
+    "share_of_triton_pct": "share of the step's Triton kernel time, %",
+    "standalone_ms": "one launch alone: the job's kernel on its file's get_args(), L2 flushed, ms",
+    "profiled_ms_per_launch": "the same launch in the profiled step, ms (cross-check)",
+    "num_gb": "bytes the kernel moves per launch, GB (its kernel_num_gb)",
+    "gb_per_s": "num_gb over standalone_ms",
+    "pct_of_peak_bandwidth": "gb_per_s over the job's measured device-to-device copy bandwidth, %",
+    "regs": "registers per thread of the chosen config",
+    "spills": "register spills of the chosen config",
+    "shared_bytes": "shared memory of the chosen config, bytes",
+    "configs_tried": "candidate configs timed for the headroom",
+    "headroom_pct": "how much faster the best candidate config was than the chosen one, % (negative: chosen faster)",
+    "headroom_method": "what produced headroom_pct",
+    "error": "why a figure is missing",
 }
 
 
@@ -168,3 +191,14 @@ def kernels_table(records: list[dict]) -> pd.DataFrame:
             for job, label, scope, _, b in _scopes(records)
             for k in b.get("kernels") or []]
     return pd.DataFrame(rows, columns=list(KERNEL_COLUMNS))
+
+
+def microbench_table(records: list[dict]) -> pd.DataFrame:
+    """The Triton kernels each GPU job selected and benchmarked (sweeper/microbench.py
+    select_kernels, tasks/microbench.py); CPU jobs have no such rows."""
+    names = unique_labels(records)
+    rows = [{"job": job_num(r), "label": names[job_num(r)], "kernel": k.get("name"),
+             **{c: k.get(c) for c in BENCH_COLUMNS if c not in ("job", "label", "kernel")}}
+            for r in records if r.get("status") == "ok"
+            for k in ((r.get("kernel_table") or {}).get("rows") or []) if "share_of_triton_pct" in k]
+    return pd.DataFrame(rows, columns=list(BENCH_COLUMNS))

@@ -246,7 +246,9 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
         phase("microbench")
         say(f"microbenchmark {len(record['kernel_table']['rows'])} kernels")
         try:
-            microbench.run(record["kernel_table"], microbench.kernel_objects(capture.modules))
+            pct = measure.get("microbench_budget_pct") or 0
+            budget = pct / 100 * (timings["compile_s"] + timings["warmup_s"]) if pct > 0 else None
+            microbench.run(record["kernel_table"], microbench.kernel_objects(capture.modules), budget)
         except Exception as e:  # noqa: BLE001 - the breakdown stands without it
             record["kernel_table"]["error"] = f"microbenchmarks failed: {_reason(e, cfg)}"
 

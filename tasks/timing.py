@@ -55,6 +55,19 @@ def time_calls_synced(fn: Callable[[], object], n: int, device: str, calls_per_s
     return samples
 
 
+def time_until_steady(fn: Callable[[], object], device: str, calls_per_sample: int, min_samples: int,
+                      max_samples: int, steady_pct: float) -> list[float]:
+    """time_calls_synced() samples, at least `min_samples` and then one more at a time until
+    they are steady (sweeper.breakdown.steady) or `max_samples` are taken: a module whose
+    rounds agree stops early, a noisy one gets every round."""
+    from sweeper.breakdown import steady
+
+    samples = time_calls_synced(fn, min(min_samples, max_samples), device, calls_per_sample)
+    while len(samples) < max_samples and not steady(samples, steady_pct):
+        samples += time_calls_synced(fn, 1, device, calls_per_sample)
+    return samples
+
+
 def peak_memory_reset(device: str) -> None:
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()

@@ -59,3 +59,23 @@ def test_h200_step_breakdown_is_reproduced_from_its_trace(h200, resnet18_record)
         assert b["categories"][cat]["share_of_device_pct"] == pytest.approx(c["share_of_device_pct"])
     # resnet18, batch 32, training, no CUDA graphs: launch-bound, well under half busy
     assert 5 < b["busy_pct"] < 50
+
+
+def test_steady_means_a_small_interquartile_range():
+    from sweeper.breakdown import steady
+
+    assert steady([10.0, 10.05, 10.1, 9.95, 10.0], 2.0)  # IQR 0.1 ms of 10 ms: 1%
+    assert not steady([10.0, 14.0, 10.0, 14.0, 12.0], 2.0)  # launch-bound noise
+    assert not steady([0.0, 0.0, 0.0, 0.0], 2.0)  # nothing measured is never steady
+
+
+def test_module_timing_stops_early_only_when_rounds_agree():
+    import time
+
+    from tasks.timing import time_until_steady
+
+    calm = time_until_steady(lambda: time.sleep(0.002), "cpu", 2, min_samples=3, max_samples=12, steady_pct=50.0)
+    assert len(calm) == 3  # sleep(2 ms) rounds agree within 50%: no round beyond the minimum
+    delays = iter([0.001, 0.001, 0.008, 0.008] * 10)
+    noisy = time_until_steady(lambda: time.sleep(next(delays)), "cpu", 1, min_samples=3, max_samples=8, steady_pct=2.0)
+    assert len(noisy) == 8  # 1 ms against 8 ms rounds never settle: every round is taken

@@ -230,22 +230,82 @@ def test_ray_worker_killed_mid_job_is_retried(tmp_path):
     assert s["counts"]["ok"] == 1  # retried on a fresh worker (max_retries_on_node_loss=1)
 
 
-def test_embedded_ray_has_no_dashboard_and_keeps_token_auth():
-    import ray
-    from ray._private.authentication.authentication_utils import is_token_auth_enabled
+EMBEDDED_RAY_CHECK = r"""
+import json, os, socket
+from pathlib import Path
+from hydra_plugins.sweeper_ray._core import init_ray
+import ray
+from ray._private.authentication.authentication_utils import is_token_auth_enabled
 
-    from hydra_plugins.sweeper_ray._core import init_ray
+msg = init_ray({})
 
-    assert not ray.is_initialized()
-    try:
-        assert "embedded local Ray" in init_ray({})
-        node = ray._private.worker.global_worker.node
-        assert not node.address_info.get("webui_url")  # no dashboard web page
-        import socket
+@ray.remote
+def where():  # a worker, so that worker processes are listening too
+    return ray.util.get_node_ip_address()
 
-        with pytest.raises(OSError):  # nothing serves on the dashboard's port
-            socket.create_connection(("127.0.0.1", 8265), timeout=2).close()
-        assert is_token_auth_enabled()  # Ray 2.60's default; sweeper never turns it off
-        assert os.environ.get("RAY_AUTH_MODE", "token") != "disabled"
-    finally:
-        ray.shutdown()
+worker_ip = ray.get(where.remote())
+
+def listening():  # inode -> "address:port" of every listening TCP socket on this machine
+    out = {}
+    for table, v6 in (("/proc/net/tcp", False), ("/proc/net/tcp6", True)):
+        for line in Path(table).read_text().splitlines()[1:]:
+            f = line.split()
+            if f[3] != "0A":
+                continue
+            addr, port = f[1].split(":")
+            raw = bytes.fromhex(addr)
+            if v6:  # four little-endian 32-bit words
+                raw = b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4))
+                ip = socket.inet_ntop(socket.AF_INET6, raw)
+            else:
+                ip = socket.inet_ntop(socket.AF_INET, raw[::-1])
+            out[f[9]] = f"{ip}:{int(port, 16)}"
+    return out
+
+def descendants(root):
+    kids = {}
+    for st in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = st.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        kids.setdefault(int(fields[1]), []).append(int(st.parent.name))
+    todo, seen = [root], []
+    while todo:
+        pid = todo.pop()
+        seen.append(pid)
+        todo += kids.get(pid, [])
+    return seen
+
+socks = listening()
+mine = []
+for pid in descendants(os.getpid()):
+    for fd in Path(f"/proc/{pid}/fd").glob("*"):
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:[") and target[8:-1] in socks:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            mine.append((comm, socks[target[8:-1]]))
+node = ray._private.worker.global_worker.node
+print(json.dumps({"msg": msg, "sockets": sorted(set(mine)), "webui": node.address_info.get("webui_url"),
+                  "token": is_token_auth_enabled(), "node_ip": node.node_ip_address, "worker_ip": worker_ip}))
+ray.shutdown()
+"""
+
+
+def test_embedded_ray_listens_on_loopback_only_without_dashboard_and_with_token_auth():
+    # A fresh interpreter: Ray reads its local-only switch when it is imported.
+    proc = subprocess.run([sys.executable, "-c", EMBEDDED_RAY_CHECK], cwd=ROOT, capture_output=True,
+                          text=True, timeout=180, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "embedded local Ray" in out["msg"]
+    assert out["node_ip"] == "127.0.0.1" and out["worker_ip"] == "127.0.0.1"
+    comms = {comm for comm, _ in out["sockets"]}
+    assert {"gcs_server", "raylet"} <= comms, out["sockets"]  # the sockets were found...
+    outside = [(c, a) for c, a in out["sockets"] if not a.startswith(("127.0.0.1:", "::ffff:127.0.0.1:", "::1:"))]
+    assert not outside, f"Ray listens beyond loopback: {outside}"  # ...and none faces the network
+    assert not out["webui"]  # no dashboard
+    assert out["token"]  # Ray 2.60's token authentication stays on

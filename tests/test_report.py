@@ -78,8 +78,9 @@ def test_figures_have_the_jobs_they_should(gpu_sweep):
 
     sweep, records, _ = gpu_sweep
     recs = [dict(records[n], job=dict(records[n]["job"], id=str(n))) for n in sorted(records)]
-    jobs, cats = tables.jobs_table(recs), tables.categories_table(recs)
-    figs = {f.name: f for f in fg.all_figures(jobs, cats, sweep / "figures-check")}
+    jobs, cats, bench = tables.jobs_table(recs), tables.categories_table(recs), tables.microbench_table(recs)
+    assert bench.empty  # session 2 had no microbenchmarks
+    figs = {f.name: f for f in fg.all_figures(jobs, cats, bench, sweep / "figures-check")}
     # forward and backward apart for modules; the CUDA-graphs job (no module view) by its step
     assert "mixnet_l b128 train fp16  ·  forward_0" in figs["categories"].jobs
     assert "mixnet_l b128 train fp16  ·  backward_1" in figs["categories"].jobs

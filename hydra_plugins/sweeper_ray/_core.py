@@ -61,11 +61,13 @@ class Job:
 
 
 def init_ray(conf: dict) -> str:
+    address = conf.get("address") or os.environ.get("RAY_ADDRESS")
+    if not address:
+        _loopback_only()
     import ray
 
     if ray.is_initialized():
         return "already initialized"
-    address = conf.get("address") or os.environ.get("RAY_ADDRESS")
     if address:
         # An existing cluster: ask it for nothing (resources, dashboard) at init. A dead
         # address would keep ray.init retrying for minutes: check it in seconds first.
@@ -79,12 +81,22 @@ def init_ray(conf: dict) -> str:
     paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     if str(_REPO_ROOT) not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), *paths]))
-    # No dashboard. The node address cannot be pinned to loopback: Ray 2.60 turns
-    # "127.0.0.1" into the machine's reachable address (services.resolve_ip_for_localhost)
-    # and its GCS and raylet listen on every interface. Ray's token authentication (on by
-    # default for local clusters) is what keeps others out; see docs/reliability.md.
     ray.init(include_dashboard=False)
-    return "started an embedded local Ray (no dashboard, token authentication on)"
+    return "started an embedded local Ray on 127.0.0.1 (no dashboard, token authentication on)"
+
+
+def _loopback_only() -> None:
+    """Keep an embedded Ray off the network. Passing 127.0.0.1 as the node address does not
+    do it: Ray 2.60 swaps it for the machine's reachable address
+    (services.resolve_ip_for_localhost), and its GCS, raylet and workers then listen on
+    every interface. Its local-only mode (the default on macOS and Windows) does:
+    RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 makes the node address 127.0.0.1 and every Ray
+    process listen there (tests/test_ray_launcher.py). Ray reads the variable when it is
+    imported, and its processes inherit it from here."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None:  # ray was imported before this (e.g. in a test): its copy too
+        constants.ENABLE_RAY_CLUSTER = False
 
 
 def job_resources(conf: dict) -> dict:
