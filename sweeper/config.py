@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Optional
+from typing import Any, Dict, Optional
 
 from hydra.core.config_store import ConfigStore
 
@@ -65,6 +65,9 @@ class JobConfig:
     seed: int = 0
     # Where the job-private Inductor/Triton cache folders go. None: inside the job folder.
     cache_root: Optional[str] = None
+    # Extra torch._inductor.config options set in the job before it compiles, e.g.
+    # +inductor.autotune_in_subproc=true (sweeper/inductor_options.py). Part of the job's key.
+    inductor: Dict[str, Any] = field(default_factory=dict)
     # A folder where the jobs on one node share max-autotune results (tasks/autotune_store.py),
     # so that jobs sharing shapes (CUDA graphs on and off, the same grid night after night)
     # autotune once. None: each job autotunes on its own. The nightly preset sets it.

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from sweeper.categories import CATEGORIES
+from sweeper.inductor_options import flatten
 from sweeper.summary import headline
 
 JOB_COLUMNS: dict[str, str] = {
@@ -106,13 +107,15 @@ def job_label(cfg: dict) -> str:
         parts.append("cudagraphs")
     if cfg.get("autotune"):
         parts.append("autotune")
+    parts += [f"{k}={v}" for k, v in flatten(cfg.get("inductor")).items()]
     return " ".join(parts)
 
 
 def job_key(cfg: dict) -> str:
     """The configuration that identifies a job across sweeps (not its number or folder)."""
     keys = ("model", "mode", "batch_size", "image_size", "amp", "amp_dtype", "cudagraphs", "autotune", "device")
-    return ",".join(f"{k}={cfg.get(k)}" for k in keys)
+    extra = [f"inductor.{k}={v}" for k, v in sorted(flatten(cfg.get("inductor")).items())]
+    return ",".join([f"{k}={cfg.get(k)}" for k in keys] + extra)
 
 
 def job_num(rec: dict) -> int:

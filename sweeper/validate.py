@@ -30,6 +30,10 @@ def job_problems(cfg: dict) -> list[str]:
     for key, value in (cfg.get("measure") or {}).items():
         if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
             problems.append(f"measure.{key}={value}: must be a positive integer")
+    if cfg.get("inductor"):
+        from sweeper import inductor_options
+
+        problems.extend(inductor_options.problems(inductor_options.flatten(cfg["inductor"])))
     if cfg.get("debug_fault") not in FAULTS:
         problems.append(f"debug_fault={cfg.get('debug_fault')}: one of crash, hang, raise (tests only)")
     return problems

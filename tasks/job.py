@@ -127,6 +127,12 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
     inductor_config.benchmark_kernel = True
     inductor_config.triton.unique_kernel_names = True
     inductor_config.cpp.enable_kernel_profile = True
+    if cfg.get("inductor"):  # the user's extra options (checked by the driver already)
+        from sweeper import inductor_options
+
+        options = inductor_options.flatten(cfg["inductor"])
+        inductor_options.apply(options)
+        record["config"]["inductor_applied"] = inductor_options.current(options)
     record["config"].update(
         device=device,
         batch_size=batch,

@@ -48,3 +48,29 @@ def test_bad_values_are_rejected():
 def test_primary_config_sweeps_without_dash_m():
     raw = OmegaConf.load(Path(CONF) / "config.yaml")
     assert raw.hydra.mode == "MULTIRUN"
+
+
+def test_extra_inductor_options_are_flattened_checked_and_applied():
+    import torch._inductor.config as inductor_config
+
+    from sweeper import inductor_options as io
+
+    flat = io.flatten({"autotune_in_subproc": True, "triton": {"cudagraph_trees": False}})
+    assert flat == {"autotune_in_subproc": True, "triton.cudagraph_trees": False}
+    assert io.problems(flat) == []
+    (msg,) = io.problems({"autotune_in_subproces": True})
+    assert "inductor.autotune_in_subproces: not an option" in msg and "closest: autotune_in_subproc" in msg
+    with inductor_config.patch({}):  # restores every option on exit
+        before = io.current(flat)
+        io.apply(flat)
+        assert io.current(flat) == flat != before
+        assert inductor_config.triton.cudagraph_trees is False
+
+
+def test_inductor_options_name_the_job():
+    from sweeper.tables import job_key, job_label
+
+    cfg = {"model": "resnet18", "batch_size": 32, "mode": "inference", "autotune": True,
+           "inductor": {"autotune_in_subproc": True}}
+    assert job_label(cfg).endswith("autotune autotune_in_subproc=True")
+    assert job_key(cfg) != job_key(dict(cfg, inductor={}))

@@ -40,10 +40,13 @@ def test_check_sweep_lists_every_problem_and_cuda_without_gpu():
 def test_bad_input_stops_the_sweep_in_seconds_with_no_job_folder(tmp_path):
     t0 = time.time()
     proc = subprocess.run([sys.executable, "-m", "sweeper", "model=resnet_18,resnet18", "batch_size=-1",
-                           f"hydra.sweep.dir={tmp_path}"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+                           "+inductor.autotune_in_subproces=true", f"hydra.sweep.dir={tmp_path}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "no job was run" in proc.stderr and "Closest timm names: resnet18" in proc.stderr
     assert "batch_size=-1: must be a positive integer" in proc.stderr
+    assert "inductor.autotune_in_subproces: not an option of torch._inductor.config" in proc.stderr
+    assert "closest: autotune_in_subproc" in proc.stderr
     assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == []
     assert time.time() - t0 < 60
 

@@ -1,0 +1,62 @@
+"""Extra TorchInductor options for a job (config key `inductor`), e.g.
+
+    python -m sweeper model=resnet18 autotune=on +inductor.autotune_in_subproc=true,false
+
+Hydra nests dotted keys (`+inductor.triton.cudagraph_trees=false` gives
+{"triton": {"cudagraph_trees": False}}); they are flattened back to Inductor's own dotted
+names here, checked against the installed torch's `torch._inductor.config` before any job
+starts, and set in the job's process before it compiles. The compile mode's own options
+(`autotune`, `cudagraphs`) are applied by torch.compile and win where they overlap.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+
+def flatten(options: dict | None, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in (options or {}).items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def problems(options: dict[str, Any]) -> list[str]:
+    """One message per option that the installed Inductor does not have."""
+    if not options:
+        return []
+    import torch
+    import torch._inductor.config as inductor_config
+
+    known = inductor_config.get_config_copy()
+    out = []
+    for name in options:
+        if name not in known:
+            close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+            hint = f"; closest: {', '.join(close)}" if close else ""
+            out.append(f"inductor.{name}: not an option of torch._inductor.config (torch {torch.__version__}){hint}")
+    return out
+
+
+def apply(options: dict[str, Any]) -> None:
+    """Set each option in this process's Inductor config (call before torch.compile)."""
+    import torch._inductor.config as inductor_config
+
+    for name, value in options.items():
+        owner, *path = [inductor_config, *name.split(".")[:-1]]
+        for part in path:
+            owner = getattr(owner, part)
+        setattr(owner, name.split(".")[-1], value)
+
+
+def current(options: dict[str, Any]) -> dict[str, Any]:
+    """The values this process's Inductor config holds for `options`' names (for the record)."""
+    import torch._inductor.config as inductor_config
+
+    known = inductor_config.get_config_copy()
+    return {name: known.get(name) for name in options}
