@@ -51,6 +51,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out-dir", type=Path, required=True)
     ap.add_argument("--md", type=Path)
+    ap.add_argument("--also-share", action="store_true",
+                    help="a third sweep on every GPU with hydra.launcher.compile_threads=share")
     ap.add_argument("overrides", nargs="+")
     args = ap.parse_args()
     gpus = visible_gpus()
@@ -60,14 +62,20 @@ def main() -> int:
     args.out_dir.mkdir(parents=True, exist_ok=True)
     runs = [sweep(args.overrides, gpus[:1], args.out_dir / "gpu1"),
             sweep(args.overrides, gpus, args.out_dir / f"gpu{len(gpus)}")]
+    if args.also_share:
+        runs.append(sweep([*args.overrides, "hydra.launcher.compile_threads=share"], gpus,
+                          args.out_dir / f"gpu{len(gpus)}_share"))
+        runs[-1]["note"] = "compile_threads=share"
     ratio = runs[1]["wall_s"] / runs[0]["wall_s"]
-    lines = [f"command: `python bench/gpu_scaling.py --out-dir {args.out_dir} {' '.join(args.overrides)}`", "",
+    lines = [f"command: `python bench/gpu_scaling.py --out-dir {args.out_dir} {'--also-share ' if args.also_share else ''}{' '.join(args.overrides)}`", "",
              "| GPUs | sweep wall s | exit | jobs (status, process s, compile s, CUDA_VISIBLE_DEVICES) |", "|---|---|---|---|"]
     for r in runs:
         cells = "; ".join(f"{j['name']}: {j['status']}, {j['process_s']:.0f}, {j['compile_s'] or 0:.0f}, GPU {j['visible']}"
                           for j in r["jobs"])
-        lines.append(f"| {r['gpus']} | {r['wall_s']:.1f} | {r['rc']} | {cells} |")
+        lines.append(f"| {r['gpus']}{' (' + r['note'] + ')' if r.get('note') else ''} | {r['wall_s']:.1f} | {r['rc']} | {cells} |")
     lines += ["", f"{len(gpus)}-GPU wall / 1-GPU wall = **{ratio:.2f}** (target at most 0.6)"]
+    if args.also_share:
+        lines.append(f"with compile_threads=share: **{runs[2]['wall_s'] / runs[0]['wall_s']:.2f}**")
     text = "\n".join(lines) + "\n"
     print(text)
     (args.out_dir / "scaling.json").write_text(json.dumps(runs, indent=1))

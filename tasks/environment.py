@@ -46,6 +46,7 @@ def describe(device: str) -> dict:
         "driver": None,
         # Which GPU of the host the job held (set by Ray or by hand); not a secret.
         "cuda_visible_devices": __import__("os").environ.get("CUDA_VISIBLE_DEVICES"),
+        "compile_threads": _compile_threads(),
     }
     if device == "cuda":
         props = torch.cuda.get_device_properties(0)
@@ -57,3 +58,13 @@ def describe(device: str) -> dict:
             driver=_driver_version(),
         )
     return env
+
+
+def _compile_threads() -> int | None:
+    """Inductor's compile worker count in this process (TORCHINDUCTOR_COMPILE_THREADS or its default)."""
+    try:
+        import torch._inductor.config as inductor_config
+
+        return int(inductor_config.compile_threads)
+    except Exception:  # noqa: BLE001 - a description, never a failure
+        return None

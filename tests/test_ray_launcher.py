@@ -309,3 +309,41 @@ def test_embedded_ray_listens_on_loopback_only_without_dashboard_and_with_token_
     assert not outside, f"Ray listens beyond loopback: {outside}"  # ...and none faces the network
     assert not out["webui"]  # no dashboard
     assert out["token"]  # Ray 2.60's token authentication stays on
+
+
+SHARE_CHECK = r"""
+import json, os
+import ray
+from hydra_plugins.sweeper_ray._core import compile_threads_share
+ray.init(num_cpus=4, num_gpus=2, include_dashboard=False)  # two GPUs as Ray resources (none are used)
+
+@ray.remote(num_gpus=1, num_cpus=1)
+def gpu_job():
+    return compile_threads_share()
+
+@ray.remote(num_cpus=1)
+def cpu_job():
+    return compile_threads_share()
+
+print(json.dumps({"gpu": ray.get(gpu_job.remote()), "cpu": ray.get(cpu_job.remote()),
+                  "cores": len(os.sched_getaffinity(0))}))
+ray.shutdown()
+"""
+
+
+def test_compile_threads_share_divides_a_nodes_cores_by_its_gpus():
+    proc = subprocess.run([sys.executable, "-c", SHARE_CHECK], cwd=ROOT, capture_output=True, text=True,
+                          timeout=180, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["gpu"] == max(1, min(32, out["cores"] // 2))  # a GPU job: its GPU's share of the cores
+    assert out["cpu"] == min(32, out["cores"])  # a CPU job: every core
+
+
+def test_bad_compile_threads_value_stops_before_any_job(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "sweeper", "model=test_resnet", "hydra.launcher.compile_threads=half",
+                           f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2
+    assert "hydra.launcher.compile_threads=half: one of all, share" in proc.stderr
+    assert not (tmp_path / "sweep").exists() or not [p for p in (tmp_path / "sweep").iterdir() if p.is_dir()]

@@ -25,6 +25,12 @@ class RayLauncherConf:
     scratch_dir: str = "/tmp/sweeper-scratch"
     # Skip jobs whose result.json in the sweep folder says ok (same overrides).
     resume: bool = True
+    # Inductor compile worker processes per job (TORCHINDUCTOR_COMPILE_THREADS, unless set):
+    # "all" leaves Inductor's default (every core, at most 32) to every job; "share" gives
+    # each GPU job its node's cores divided by the node's GPUs, so that jobs compiling at
+    # once on one node do not start two full pools. Which is faster is measured by
+    # bench/gpu_scaling.py (not yet on a GPU).
+    compile_threads: str = "all"
     # Extra runtime_env for ray.init (e.g. env_vars) when joining a cluster.
     runtime_env: dict[str, Any] = field(default_factory=dict)
 

@@ -41,7 +41,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from sweeper import summary as sm
 from sweeper.launch import failed_record
 from sweeper.record import RecordError, read_record, relocate, write_record
-from sweeper.validate import check_output_dir, check_ray_address, check_sweep, stop_on_problem
+from sweeper.validate import SweepConfigError, check_output_dir, check_ray_address, check_sweep, stop_on_problem
 
 log = logging.getLogger(__name__)
 _REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -120,11 +120,26 @@ def _scratch_key(sweep_dir: Path) -> str:
     return f"{sweep_dir.name}-{hashlib.sha1(str(sweep_dir).encode()).hexdigest()[:8]}"
 
 
-def run_in_worker(spec: dict, scratch_job_dir: str, timeout_s: float | None) -> dict:
+def compile_threads_share() -> int:
+    """This node's cores divided by its GPUs (for a GPU job), capped at Inductor's own 32."""
+    import ray
+
+    cpus = len(os.sched_getaffinity(0))
+    node = ray.get_runtime_context().get_node_id()
+    gpus = next((n["Resources"].get("GPU", 0) for n in ray.nodes() if n.get("NodeID") == node), 0)
+    per_job = cpus // int(gpus) if gpus >= 1 and ray.get_gpu_ids() else cpus
+    return max(1, min(32, per_job))
+
+
+def run_in_worker(spec: dict, scratch_job_dir: str, timeout_s: float | None,
+                  compile_threads: str = "all") -> dict:
     """Runs on a Ray worker: the job in a child process, then its folder as a bundle."""
     import socket
 
     from sweeper.launch import progress_printer, run_job_process
+
+    if compile_threads == "share" and "TORCHINDUCTOR_COMPILE_THREADS" not in os.environ:
+        os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = str(compile_threads_share())  # a fresh worker per job
 
     job_dir = Path(scratch_job_dir)
     if job_dir.exists():  # an earlier attempt: keep its compile cache, drop the rest
@@ -257,7 +272,7 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
     configure_log(launcher.config.hydra.hydra_logging, launcher.config.hydra.verbose)
     conf = dict(launcher.conf)
     jobs = _make_jobs(launcher, job_overrides, initial_job_idx)
-    _check(jobs)
+    _check(jobs, conf=conf)
     sweep_dir = jobs[0].job_dir.parent if jobs else Path(str(launcher.config.hydra.sweep.dir)).resolve()
     if jobs and jobs[0].spec["config"].get("dry_run"):
         print(f"dry run: {len(jobs)} jobs into {sweep_dir}; none started")
@@ -301,7 +316,8 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
             _save_hydra_files(job)
             log.info(f"\t#{job.num} : {job.name}")
             timeout = job.spec["config"].get("timeout_s") or None
-            ref = remote.remote(job.spec, str(scratch_root / job.job_dir.name), timeout)
+            ref = remote.remote(job.spec, str(scratch_root / job.job_dir.name), timeout,
+                                str(conf.get("compile_threads") or "all"))
             pending[ref] = job
             submitted_at[job.num] = time.time()
 
@@ -389,9 +405,16 @@ def _lock_sweep(sweep_dir: Path):
     return f
 
 
-def _check(jobs: list[Job], gpus_available: float | None = None) -> None:
+def _check(jobs: list[Job], gpus_available: float | None = None, conf: dict | None = None) -> None:
     """Stop the sweep with every problem listed, before any job runs (exit code 2)."""
     stop_on_problem(check_sweep, [(j.num, j.overrides, j.spec["config"]) for j in jobs], gpus_available)
+    stop_on_problem(check_launcher, conf or {})
+
+
+def check_launcher(conf: dict) -> None:
+    value = conf.get("compile_threads") or "all"
+    if value not in ("all", "share"):
+        raise SweepConfigError(f"hydra.launcher.compile_threads={value}: one of all, share; no job was run")
 
 
 def _collect(ref, job: Job, duration: float) -> dict:
