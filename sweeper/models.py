@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import difflib
+import importlib.metadata
+import os
 from functools import lru_cache
+from pathlib import Path
 
 # Default CUDA batch sizes for models people sweep often. mixnet_l 128 and densenet121 16
 # are the seed's and the reference's (shared/reference/h200-manual-workflow.md); the rest
@@ -30,11 +33,39 @@ class UnknownModelError(ValueError):
     pass
 
 
+def _names_file() -> Path | None:
+    """Where the installed timm's model names are kept between runs: importing timm (and
+    with it torch and torchvision) costs the driver 4 s of a 6 s dry run on a 2-core CPU,
+    and the check runs before every sweep. Keyed by timm's version, read without importing it."""
+    try:
+        version = importlib.metadata.version("timm")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "sweeper" / f"timm-{version}-models.txt"
+
+
 @lru_cache(maxsize=1)
 def all_model_names() -> tuple[str, ...]:
+    cached = _names_file()
+    try:
+        names = tuple(cached.read_text().split()) if cached else ()
+    except OSError:
+        names = ()
+    if names:
+        return names
     import timm
 
-    return tuple(timm.list_models())
+    names = tuple(timm.list_models())
+    if cached:
+        try:  # best effort: an unwritable cache folder only costs the import next time
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_name(f".{cached.name}.{os.getpid()}")
+            tmp.write_text("\n".join(names) + "\n")
+            os.replace(tmp, cached)
+        except OSError:
+            pass
+    return names
 
 
 def check_model_name(name: str) -> None:

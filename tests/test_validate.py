@@ -1,3 +1,5 @@
+import json
+import os
 import subprocess
 import sys
 import time
@@ -140,3 +142,27 @@ def test_unknown_key_or_value_stops_before_any_folder(tmp_path, override, says):
     assert says in proc.stderr and override.split("=")[0] in proc.stderr
     assert not sweep_dir.exists()
     assert time.time() - t0 < 60
+
+
+NAMES_CHECK = r"""
+import json, sys
+from sweeper.models import UnknownModelError, check_model_name
+check_model_name("resnet18")
+try:
+    check_model_name("resnet_18")
+    said = ""
+except UnknownModelError as e:
+    said = str(e)
+print(json.dumps({"timm_imported": "timm" in sys.modules, "said": said}))
+"""
+
+
+def test_model_names_are_kept_so_that_later_checks_skip_importing_timm(tmp_path):
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path), PYTHONPATH=str(ROOT))
+    runs = [json.loads(subprocess.run([sys.executable, "-c", NAMES_CHECK], cwd=ROOT, env=env, capture_output=True,
+                                      text=True, timeout=120, check=True).stdout.splitlines()[-1]) for _ in range(2)]
+    assert runs[0]["timm_imported"] and not runs[1]["timm_imported"]  # the first run wrote the list
+    (names,) = (tmp_path / "sweeper").glob("timm-*-models.txt")
+    assert "resnet18" in names.read_text().split()
+    for r in runs:  # the same answer either way
+        assert "Closest timm names: resnet18" in r["said"]
