@@ -31,13 +31,17 @@ class Figure:
     jobs: tuple[str, ...] = ()  # the labels drawn, for tests and the report
 
 
-def _save(fig, out_dir: Path, name: str) -> Path:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{name}.png"
+def save(fig, path: Path) -> Path:
+    """Write a figure as PNG (tight layout, 110 dpi) and free it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _save(fig, out_dir: Path, name: str) -> Path:
+    return save(fig, out_dir / f"{name}.png")
 
 
 def _ok(jobs: pd.DataFrame) -> pd.DataFrame:

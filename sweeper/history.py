@@ -110,10 +110,7 @@ def compare_text(table: pd.DataFrame, old: Path, new: Path, threshold_pct: float
 
 
 def trend_figure(sweeps: list[Path], out: Path) -> tuple[Path, pd.DataFrame]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from sweeper.figures import plt, save  # matplotlib, set up for files only
 
     rows = []
     for i, s in enumerate(sweeps):
@@ -130,11 +127,7 @@ def trend_figure(sweeps: list[Path], out: Path) -> tuple[Path, pd.DataFrame]:
     ax.set_title(f"compiled step time over the last {len(sweeps)} sweeps")
     if len(data):
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
-    fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out, data
+    return save(fig, out), data
 
 
 def main(argv: list[str]) -> int:

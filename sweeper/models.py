@@ -8,6 +8,8 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from sweeper.record import atomic_write_text
+
 # Default CUDA batch sizes for models people sweep often. mixnet_l 128 and densenet121 16
 # are the seed's and the reference's (shared/reference/h200-manual-workflow.md); the rest
 # follow PyTorch's benchmarks/dynamo/timm_models_list.txt, capped so that a training step
@@ -59,10 +61,7 @@ def all_model_names() -> tuple[str, ...]:
     names = tuple(timm.list_models())
     if cached:
         try:  # best effort: an unwritable cache folder only costs the import next time
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_name(f".{cached.name}.{os.getpid()}")
-            tmp.write_text("\n".join(names) + "\n")
-            os.replace(tmp, cached)
+            atomic_write_text(cached, "\n".join(names) + "\n")
         except OSError:
             pass
     return names

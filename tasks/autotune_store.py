@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+
+from sweeper.record import atomic_write_text
 
 
 class StoreError(Exception):
@@ -65,11 +65,14 @@ def _read(path: Path) -> dict:
     return doc
 
 
+def _set_aside(path: Path, error: StoreError) -> str:
+    """Rename an unreadable store file to *.corrupt (kept for a look, out of the way)."""
+    path.rename(path.with_suffix(".corrupt"))
+    return f"{error}; set aside as {path.with_suffix('.corrupt').name}"
+
+
 def _write_atomic(path: Path, doc: dict) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(doc, indent=1))
 
 
 @contextmanager
@@ -99,8 +102,7 @@ def seed(store: Path, inductor_cache: Path) -> dict:
             try:
                 doc = _read(f)
             except StoreError as e:
-                f.rename(f.with_suffix(".corrupt"))
-                notes.append(f"{e}; set aside as {f.with_suffix('.corrupt').name}")
+                notes.append(_set_aside(f, e))
                 continue
         if not doc.get("cache"):
             continue
@@ -127,8 +129,8 @@ def publish(store: Path, inductor_cache: Path) -> dict:
             with _locked(store, f.name):
                 try:
                     shared = _read(target) or {"system": doc.get("system"), "cache": {}}
-                except StoreError:
-                    target.rename(target.with_suffix(".corrupt"))
+                except StoreError as e:
+                    _set_aside(target, e)
                     shared = {"system": doc.get("system"), "cache": {}}
                 new += merge_entries(shared["cache"], doc["cache"])
                 _write_atomic(target, shared)

@@ -3,6 +3,7 @@ environment: it can hold tokens, and result records get shared."""
 
 from __future__ import annotations
 
+import os
 import platform
 import socket
 import subprocess
@@ -45,7 +46,7 @@ def describe(device: str) -> dict:
         "gpu_count": 0,
         "driver": None,
         # Which GPU of the host the job held (set by Ray or by hand); not a secret.
-        "cuda_visible_devices": __import__("os").environ.get("CUDA_VISIBLE_DEVICES"),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "compile_threads": _compile_threads(),
     }
     if device == "cuda":

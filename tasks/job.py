@@ -161,7 +161,8 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
     if store:  # max-autotune results of earlier jobs on this node (tasks/autotune_store.py)
         from tasks import autotune_store
 
-        timings["autotune_store"] = autotune_store.seed(Path(store), Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]))
+        inductor_cache = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])  # prepare_process() set it
+        timings["autotune_store"] = autotune_store.seed(Path(store), inductor_cache)
         say(f"autotune store {store}: {timings['autotune_store']['seeded_entries']} timed choices from earlier jobs")
 
     phase("compile")
@@ -190,7 +191,7 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
         synchronize(device)
         timings["warmup_s"] = round(time.time() - t0, 3)
     if store:  # every autotuning is done by now (the backward compiles at the first step)
-        timings["autotune_store"].update(autotune_store.publish(Path(store), Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])))
+        timings["autotune_store"].update(autotune_store.publish(Path(store), inductor_cache))
     if not capture.modules:
         raise RuntimeError("no compiled module was captured: Inductor produced no wrapper code")
     with InputCapture(capture.modules) as real_inputs:

@@ -16,6 +16,7 @@ One kernel's inputs are held at a time. A kernel that fails is noted in its row.
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from pathlib import Path
@@ -184,16 +185,19 @@ def _error(e: Exception) -> str:
 
 
 def _module_kernels(modules) -> list[tuple[str, dict[str, str | None]]]:
-    """(module path, kernel name -> kernel file) for each compiled module, read once."""
+    """(module path, kernel name -> kernel file) for each compiled module."""
+    return [(m.path, kernels) for m in modules if (kernels := _kernels_of(m.path)) is not None]
+
+
+@functools.lru_cache(maxsize=None)
+def _kernels_of(path: str) -> dict[str, str | None] | None:
+    """A module's kernel list, read once: kernel_table() and kernel_objects() both need it."""
     from sweeper.module_source import kernel_definitions
 
-    out = []
-    for m in modules:
-        try:
-            out.append((m.path, kernel_definitions(Path(m.path).read_text())))
-        except OSError:
-            pass
-    return out
+    try:
+        return kernel_definitions(Path(path).read_text())
+    except OSError:
+        return None
 
 
 def kernel_objects(modules) -> dict:

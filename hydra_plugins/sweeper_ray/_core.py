@@ -4,7 +4,7 @@ Why our own launcher: the published hydra-ray-launcher pinned an old Ray for yea
 boto3 and aiohttp, and loses every result when one worker crashes (shared/DESIGN.md).
 
 How a sweep runs:
-- Ray is embedded (a local Ray, no dashboard, token authentication on) unless an address is given
+- Ray is embedded (a local Ray on 127.0.0.1, no dashboard, token authentication on) unless an address is given
   (config `address` or $RAY_ADDRESS), in which case the driver asks the cluster for
   nothing at init.
 - Each job is a Ray task with max_calls=1, so it gets a fresh worker process, holding one
@@ -336,9 +336,8 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
                 sm.write_summary(sweep_dir, list(entries.values()), started, command, done=not pending)
             progress.show(min(len(pending), slots), slots)
         progress.show(0, slots)
-        progress.stop()  # the live line's last state stays on the screen
     except KeyboardInterrupt:
-        progress.stop()
+        progress.stop()  # before the message, so that it prints below the live line
         print(f"\n[sweep] interrupted: cancelling {len(pending)} running or queued jobs; finished results are kept",
               flush=True)
         for ref, job in pending.items():
@@ -351,7 +350,7 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
         sm.write_summary(sweep_dir, list(entries.values()), started, command, done=False)
         raise
     finally:  # finished, failed or interrupted: sweeper.__main__ reports it
-        progress.stop()
+        progress.stop()  # the live line's last state stays on the screen
         sm.LAST_SWEEP = {"sweep_dir": sweep_dir, "jobs": list(entries.values()), "command": command}
     return [
         JobReturn(overrides=job.overrides, cfg=job.config, hydra_cfg=None, working_dir=str(job.job_dir),
