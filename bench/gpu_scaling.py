@@ -53,6 +53,9 @@ def main() -> int:
     ap.add_argument("--md", type=Path)
     ap.add_argument("--also-share", action="store_true",
                     help="a third sweep on every GPU with hydra.launcher.compile_threads=share")
+    ap.add_argument("--reuse", action="store_true",
+                    help="take the one-GPU and many-GPU sweeps from OUT_DIR/scaling.json of an earlier run "
+                         "(so that --also-share can run later, when there is time for it)")
     ap.add_argument("overrides", nargs="+")
     args = ap.parse_args()
     gpus = visible_gpus()
@@ -60,8 +63,12 @@ def main() -> int:
         print(f"needs at least two GPUs, found {gpus}", file=sys.stderr)
         return 2
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    runs = [sweep(args.overrides, gpus[:1], args.out_dir / "gpu1"),
-            sweep(args.overrides, gpus, args.out_dir / f"gpu{len(gpus)}")]
+    earlier = args.out_dir / "scaling.json"
+    if args.reuse and earlier.exists():
+        runs = json.loads(earlier.read_text())[:2]
+    else:
+        runs = [sweep(args.overrides, gpus[:1], args.out_dir / "gpu1"),
+                sweep(args.overrides, gpus, args.out_dir / f"gpu{len(gpus)}")]
     if args.also_share:
         runs.append(sweep([*args.overrides, "hydra.launcher.compile_threads=share"], gpus,
                           args.out_dir / f"gpu{len(gpus)}_share"))

@@ -30,8 +30,8 @@ log "densenet121 job rc=$?"
 CUDA_VISIBLE_DEVICES=0 python3 bench/harness_wall.py "$S/densenet/0" --runs 3 > "$S/harness_wall.md" 2>&1
 log "harness wall rc=$?"; bundle
 
-# 3. Issue 4: one GPU against two, and two with compile_threads=share. (About 12 min.)
-python3 bench/gpu_scaling.py --also-share --out-dir "$S/scaling" model=resnet18,resnet34 autotune=on,off \
+# 3. Issue 4: one GPU against two. (About 9 min.)
+python3 bench/gpu_scaling.py --out-dir "$S/scaling" model=resnet18,resnet34 autotune=on,off \
   mode=inference batch_size=32 > "$S/scaling.md" 2>&1
 log "scaling rc=$?"; bundle
 
@@ -41,4 +41,10 @@ CUDA_VISIBLE_DEVICES=0 python3 -m sweeper model=resnet18 mode=inference batch_si
   +inductor.autotune_in_subproc=false,true hydra.sweep.dir="$S/subproc" > "$S/subproc.log" 2>&1
 log "autotune in subprocess rc=$?"
 python3 bench/autotune_store_check.py "$S/subproc" > "$S/subproc.md" 2>&1; bundle
+
+# 5. Issue 4, if time is left: two GPUs again with compile_threads=share, beside step 3's
+#    sweeps. (About 4 min.)
+python3 bench/gpu_scaling.py --reuse --also-share --out-dir "$S/scaling" model=resnet18,resnet34 autotune=on,off \
+  mode=inference batch_size=32 > "$S/scaling_share.md" 2>&1
+log "scaling with share rc=$?"; bundle
 log ALLDONE
