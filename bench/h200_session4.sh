@@ -9,8 +9,9 @@ set -u
 S=${S:-/tmp/gpu}
 mkdir -p "$S"
 log() { echo "[$(date +%T)] $*" | tee -a "$S/progress.log"; }
-bundle() { tar czf "$S/bundle.tgz.tmp" --exclude=cache --exclude='*trace*.json.gz' --exclude=bundle.tgz \
-  -C "$(dirname "$S")" "$(basename "$S")" && mv "$S/bundle.tgz.tmp" "$S/bundle.tgz"; }
+# (In session 4 this wrote its temporary file inside $S, so tar failed on it: fixed here.)
+bundle() { tar czf "$S.bundle.tmp" --exclude=cache --exclude='*trace*.json.gz' \
+  -C "$(dirname "$S")" "$(basename "$S")" && mv "$S.bundle.tmp" "$S/bundle.tgz"; }
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv > "$S/nvidia-smi.csv" 2>&1
 log start
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sweeper.record import read_record  # noqa: E402
+from sweeper.reference import harness_env  # noqa: E402
 
 _TOOK = re.compile(r"^(\d+\.\d+)$", re.M)  # print_performance: seconds per call, 6 decimals
 
@@ -35,7 +36,6 @@ def main() -> int:
     ap.add_argument("--module", default=None, help="module label (default: every module)")
     args = ap.parse_args()
     rec = read_record(args.job_dir)
-    cache = args.job_dir / "cache"
     print("| module | sweeper wall ms (median, in-run range %) | harness, default pool: ms per call | "
           "harness, TORCHINDUCTOR_COMPILE_THREADS=1: ms per call |")
     print("|---|---|---|---|")
@@ -47,8 +47,7 @@ def main() -> int:
             values = []
             for _ in range(args.runs):
                 with tempfile.TemporaryDirectory() as tmp:
-                    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"),
-                               TRITON_CACHE_DIR=str(cache / "triton"), TMPDIR=tmp)
+                    env = harness_env(rec, os.environ, tmp)
                     if threads:
                         env["TORCHINDUCTOR_COMPILE_THREADS"] = threads
                     t0 = time.time()

@@ -7,7 +7,7 @@
 
     python bench/microbench_check.py JOB_DIR [--kernels 3] > microbench_check.md
 
-Never run yet (written 2026-11-30, when no device time was left).
+First run on the H200 in session 3; its output is in bench/results/h200_session*/.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sweeper.record import read_record  # noqa: E402
+from sweeper.reference import harness_env  # noqa: E402
 
 _MS = re.compile(r"^\s*([0-9.]+)ms\s+([0-9.]+)GB\s+([0-9.]+)GB/s", re.M)
 
@@ -34,8 +35,7 @@ def main() -> int:
     rec = read_record(args.job_dir)
     table = rec.get("kernel_table") or {}
     rows = [r for r in table.get("rows") or [] if r.get("kernel_path")][: args.kernels]
-    cache = Path(rec["job"]["dir"]) / "cache"
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"), TRITON_CACHE_DIR=str(cache / "triton"))
+    env = harness_env(rec, os.environ)
     print("| kernel | sweeper standalone ms | `python <kernel>.py` ms | diff % | within 10% | harness s |")
     print("|---|---|---|---|---|---|")
     manual_kernel_s = 0.0

@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sweeper.record import read_record  # noqa: E402
+from sweeper.reference import harness_env  # noqa: E402
 
 
 def main() -> int:
@@ -34,12 +35,10 @@ def main() -> int:
             continue
         out_dir = job_dir / "reference"
         out_dir.mkdir(exist_ok=True)
-        cache = job_dir / "cache"
         for m in record["modules"]:
             for i in range(args.runs):
                 with tempfile.TemporaryDirectory() as tmp:
-                    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"),
-                               TRITON_CACHE_DIR=str(cache / "triton"), TMPDIR=tmp)
+                    env = harness_env(record, os.environ, tmp)
                     t0 = time.time()
                     proc = subprocess.run([sys.executable, m["source_path"], "-p"], env=env,
                                           capture_output=True, text=True)

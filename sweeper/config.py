@@ -44,6 +44,9 @@ class MeasureConfig:
     module_steady_pct: float = 2.0  # their interquartile range within this % of their median
     module_calls_per_round: int = 10
     module_profile_calls: int = 10  # calls of a compiled module under the profiler
+    # Python's automatic garbage collection off inside timed and profiled loops, as timeit
+    # does: a full collection of the compiler's heap stalls a round (tasks/gc_watch.py)
+    pause_gc: bool = True
     eager: bool = True  # also time the eager step (for the speedup)
     microbench: bool = True  # GPU: standalone benchmarks of the kernels holding 80% of Triton time
     # ...within this share of the job's compile-and-warm-up seconds (0: no limit). Every kernel

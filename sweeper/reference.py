@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 
 from sweeper.categories import REFERENCE_CATEGORIES
 
@@ -75,3 +76,16 @@ def compare(breakdown: dict, runs: list[ReferenceRun], share_tol_pp: float = 1.5
         "reference_wall_range_pct": (max(ref_wall) - min(ref_wall)) / statistics.median(ref_wall) * 100,
         "ok": busy_ok and all(s["ok"] for s in shares.values()),
     }
+
+
+def harness_env(record: dict, base: dict, tmpdir: str | None = None) -> dict:
+    """Environment for running a job's module or kernel files by hand (`python <file>.py`):
+    the job's own Inductor and Triton caches, so that kernels load instead of compiling,
+    and optionally a private TMPDIR (the `-p` harness writes its trace to a fixed path
+    there). The cache is `artifacts.cache` (under `cache_root` when set), else the job
+    folder's `cache`."""
+    cache = Path((record.get("artifacts") or {}).get("cache") or Path(record["job"]["dir"]) / "cache")
+    env = dict(base, TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"), TRITON_CACHE_DIR=str(cache / "triton"))
+    if tmpdir is not None:
+        env["TMPDIR"] = tmpdir
+    return env

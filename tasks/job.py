@@ -19,6 +19,7 @@ from pathlib import Path
 
 from sweeper.launch import PHASE_MARK
 from sweeper.record import new_record, write_record
+from tasks.gc_watch import GcWatch, set_pause
 
 
 def _now() -> str:
@@ -59,13 +60,17 @@ def run(spec: dict, job_dir: Path) -> dict:
     started = time.time()
     record = new_record(spec, job_dir)
     record["job"]["started_at"] = _now()
+    if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):  # set by prepare_process(): the job's caches
+        record["artifacts"]["cache"] = str(Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]).parent)
     phase_started = time.time()
+    gc_watch = GcWatch().install()
 
     def phase(name: str) -> None:
         nonlocal phase_started
         now = time.time()
         record["timings"]["phase_s"][record["phase"]] = round(now - phase_started, 3)
         record["phase"], phase_started = name, now
+        gc_watch.phase = name
         say(f"phase {name}")
 
     try:
@@ -80,6 +85,8 @@ def run(spec: dict, job_dir: Path) -> dict:
         traceback.print_exc()
         say(f"failed in phase {record['phase']}: {record['reason']}")
     finally:
+        gc_watch.uninstall()
+        record["timings"]["gc"] = gc_watch.report()
         record["job"]["finished_at"] = _now()
         record["job"]["duration_s"] = round(time.time() - started, 3)
     return record
@@ -108,6 +115,7 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
     from sweeper.breakdown import spread
 
     phase("setup")
+    set_pause(cfg["measure"].get("pause_gc", True))
     _inject_fault(cfg.get("debug_fault"))
     device = cfg["device"]
     if device == "auto":

@@ -3,6 +3,7 @@ process on the module objects it already loaded."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import torch
@@ -10,7 +11,7 @@ import torch
 from sweeper.breakdown import spread
 from tasks.capture import CapturedModule, loaded_module
 from tasks.profiling import analyse, profile_calls
-from tasks.timing import time_calls, time_until_steady
+from tasks.timing import synchronize, time_calls, time_until_steady
 
 
 def _entry(m: CapturedModule) -> dict:
@@ -26,6 +27,8 @@ def _entry(m: CapturedModule) -> dict:
         "inputs": None,
         "wall_ms": None,
         "wall_ms_pipelined": None,
+        "warmup_s": None,
+        "seconds": None,
         "breakdown": None,
         "trace": None,
     }
@@ -41,6 +44,7 @@ def time_module(m: CapturedModule, device: str, measure: dict, inputs: list | No
     """Unprofiled wall time of one compiled module, run on `inputs` (the real inputs of a
     step, see capture.InputCapture) or else its own get_args(). Returns the module's
     entry of the record; profile_module() completes it."""
+    started = time.perf_counter()
     entry = _entry(m)
     mod = loaded_module(m.path)
     if inputs is not None:
@@ -53,8 +57,11 @@ def time_module(m: CapturedModule, device: str, measure: dict, inputs: list | No
     def call():
         return mod.call(list(args))  # call() clears the list it is given
 
+    t0 = time.perf_counter()
     for _ in range(3):
         call()
+    synchronize(device)
+    entry["warmup_s"] = round(time.perf_counter() - t0, 3)
     # Wall time: many rounds after a warm-up, median and spread, because every percentage
     # of the reference harness is relative to this one number (see breakdown.py). It is
     # measured the harness's way (a wait after every call), so that the reference-style
@@ -67,6 +74,9 @@ def time_module(m: CapturedModule, device: str, measure: dict, inputs: list | No
     entry["wall_ms"] = spread(time_until_steady(call, device, per_round, min_rounds, rounds,
                                                 measure.get("module_steady_pct", 0.0)))
     entry["wall_ms_pipelined"] = spread(time_calls(call, min_rounds, device, per_round))
+    # Where time_modules' seconds go (on the H200, mixnet_l's phase took 18 s where its
+    # rounds account for about 9 s; session 4)
+    entry["seconds"] = round(time.perf_counter() - started, 3)
     entry["_call"] = call  # kept for profile_module(), dropped from the record
     return entry
 

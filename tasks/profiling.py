@@ -12,6 +12,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 
 from sweeper import breakdown as bd
 from sweeper import trace as tr
+from tasks.gc_watch import paused
 from tasks.timing import synchronize
 
 
@@ -24,7 +25,7 @@ def profile_calls(fn: Callable[[], object], n: int, device: str, label: str, tra
     # would then measure the profiler. The span is then the kernels' own extent.
     activities = [ProfilerActivity.CUDA] if device == "cuda" else [ProfilerActivity.CPU]
     synchronize(device)  # nothing from earlier calls may leak into the profiled window
-    with profile(activities=activities) as prof:
+    with paused(), profile(activities=activities) as prof:
         for _ in range(n):
             with record_function(label):
                 fn()

@@ -7,6 +7,8 @@ from typing import Callable
 
 import torch
 
+from tasks.gc_watch import paused
+
 
 def synchronize(device: str) -> None:
     if device == "cuda":
@@ -22,19 +24,21 @@ def time_calls(fn: Callable[[], object], n: int, device: str, calls_per_sample: 
     if device == "cuda":
         events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
         synchronize(device)
-        for start, end in events:
-            start.record()
-            for _ in range(calls_per_sample):
-                fn()
-            end.record()
-        torch.cuda.synchronize()
+        with paused():  # no garbage collection of the compiler's heap inside a sample
+            for start, end in events:
+                start.record()
+                for _ in range(calls_per_sample):
+                    fn()
+                end.record()
+            torch.cuda.synchronize()
         samples = [s.elapsed_time(e) / calls_per_sample for s, e in events]
     else:
-        for _ in range(n):
-            t0 = time.perf_counter()
-            for _ in range(calls_per_sample):
-                fn()
-            samples.append((time.perf_counter() - t0) * 1000 / calls_per_sample)
+        with paused():
+            for _ in range(n):
+                t0 = time.perf_counter()
+                for _ in range(calls_per_sample):
+                    fn()
+                samples.append((time.perf_counter() - t0) * 1000 / calls_per_sample)
     return samples
 
 
@@ -45,13 +49,14 @@ def time_calls_synced(fn: Callable[[], object], n: int, device: str, calls_per_s
     launch time with the device idle, so a launch-bound module reads slower, and less
     busy, than in time_calls()."""
     samples = []
-    for _ in range(n):
-        synchronize(device)
-        t0 = time.perf_counter()
-        for _ in range(calls_per_sample):
-            fn()
+    with paused():
+        for _ in range(n):
             synchronize(device)
-        samples.append((time.perf_counter() - t0) * 1000 / calls_per_sample)
+            t0 = time.perf_counter()
+            for _ in range(calls_per_sample):
+                fn()
+                synchronize(device)
+            samples.append((time.perf_counter() - t0) * 1000 / calls_per_sample)
     return samples
 
 

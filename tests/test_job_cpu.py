@@ -45,6 +45,10 @@ def test_training_job_record(training_job):
     t = rec["timings"]
     assert t["compile_s"] > 0 and t["compiled_step_ms"]["median"] > 0 and t["speedup"] > 0
     assert set(t["phase_s"]) >= {"compile", "profile_step", "profile_modules"}
+    # the garbage collector's work, by phase: the compile allocates enough to trigger some
+    assert t["gc"]["compile"]["collections"] > 0
+    assert all(0 <= r["longest_s"] <= r["seconds"] and r["full"] <= r["collections"] for r in t["gc"].values())
+    assert set(t["gc"]) <= set(t["phase_s"]) | {"done"}
     # progress was relayed to the console, phase by phase
     out = proc.stdout + proc.stderr
     assert "phase compile" in out and "phase done" in out
@@ -77,6 +81,9 @@ def test_training_job_captures_forward_and_backward(training_job):
         assert b["categories"]["library_mm_conv"]["device_ms"] > 0
         assert 0 < b["busy_pct"] <= 100
         assert m["wall_ms"]["n"] == 3
+        # the module's seconds cover its warm-up and its timed rounds
+        rounds_s = (m["wall_ms"]["median"] * 3 * 2 + m["wall_ms_pipelined"]["median"] * 3 * 2) / 1000
+        assert 0 < m["warmup_s"] < m["seconds"] and m["seconds"] >= 0.5 * rounds_s
         assert any(k["name"].startswith("graph_") and "cpp_fused" in k["name"] for k in b["kernels"])
 
 

@@ -28,3 +28,17 @@ def test_h200_mixnet_shares_agree_with_reference(h200, mixnet_record):
     # measured on the H200: sweeper's wall time was below the -p harness's (see
     # bench/results/h200_issue2.md), so the reference-style busy figure differs
     assert result["busy"]["sweeper"] > run.busy_pct
+
+
+def test_harness_env_uses_the_jobs_own_caches(tmp_path):
+    from sweeper.reference import harness_env
+
+    # under cache_root the job records where its caches are...
+    rec = {"job": {"dir": str(tmp_path / "0")}, "artifacts": {"cache": "/scratch/run-0"}}
+    env = harness_env(rec, {"PATH": "/bin"}, "/tmp/x")
+    assert env == {"PATH": "/bin", "TORCHINDUCTOR_CACHE_DIR": "/scratch/run-0/inductor",
+                   "TRITON_CACHE_DIR": "/scratch/run-0/triton", "TMPDIR": "/tmp/x"}
+    # ...and records written before that field existed use the job folder's cache
+    old = {"job": {"dir": str(tmp_path / "0")}, "artifacts": {}}
+    env = harness_env(old, {})
+    assert env["TRITON_CACHE_DIR"] == str(tmp_path / "0" / "cache" / "triton") and "TMPDIR" not in env

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The next H200 session's runs (issues 2 and 3), on a one- or two-GPU H200 machine, from a
+# copy of the repo after the set-up in docs/gpu.md, in the background:
+#     cp -r . /tmp/repo && cd /tmp/repo && S=/tmp/gpu setsid bash bench/h200_session5.sh > /tmp/gpu.log 2>&1 &
+# Steps run one at a time on an otherwise idle machine, most valuable first; after each,
+# $S/bundle.tgz is rebuilt (everything but compile caches and traces; packed outside $S
+# first, so that tar never reads its own output), so that what is done can be fetched even
+# if the session's device time runs out. About 17 minutes in all.
+set -u
+S=${S:-/tmp/gpu}
+mkdir -p "$S"
+export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+log() { echo "[$(date +%T)] $*" | tee -a "$S/progress.log"; }
+bundle() { tar czf "$S.bundle.tmp" --exclude=cache --exclude='*trace*.json.gz' \
+  -C "$(dirname "$S")" "$(basename "$S")" && mv "$S.bundle.tmp" "$S/bundle.tgz"; }
+nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv > "$S/nvidia-smi.csv" 2>&1
+lscpu > "$S/lscpu.txt" 2>&1
+log start
+
+# 1. Issue 3's speed target: mixnet_l (training, fp16, batch 128) with timed loops free of
+#    garbage collection (measure.pause_gc, default on), each module's seconds recorded;
+#    then the three costliest kernels against `python <kernel>.py` and the phase seconds
+#    against the 25% target. (About 5 min.)
+python3 -m sweeper hydra/launcher=basic model=mixnet_l hydra.sweep.dir="$S/mixnet" > "$S/mixnet.log" 2>&1
+log "mixnet_l job rc=$?"
+python3 bench/microbench_check.py "$S/mixnet/0" > "$S/microbench_check.md" 2>&1
+log "microbench check rc=$?"; bundle
+
+# 2. Issue 2, the literal procedure for densenet121 (batch 16): the job, then `-p` three
+#    times on each module it captured, in the same call. (About 10 min.)
+python3 -m sweeper hydra/launcher=basic model=densenet121 measure.microbench=false cache_root=/tmp/cache \
+  hydra.sweep.dir="$S/denA/run" > "$S/denA.log" 2>&1
+log "densenet121 job A rc=$?"
+python3 bench/run_reference.py --runs 3 "$S/denA/run/0" > "$S/denA_reference.log" 2>&1
+log "reference runs rc=$?"; bundle
+
+# 3. Two more densenet121 jobs on the same compile (the cache folder is named after the
+#    sweep folder's name, "run", so they hit job A's FX graph cache and run the same
+#    kernels): B repeats A (sweeper's spread over repeats), C turns measure.pause_gc off
+#    (what garbage collection does to the rounds: timings.gc says when it ran). (About 2 min.)
+python3 -m sweeper hydra/launcher=basic model=densenet121 measure.microbench=false cache_root=/tmp/cache \
+  hydra.sweep.dir="$S/denB/run" > "$S/denB.log" 2>&1
+log "densenet121 job B rc=$?"
+python3 -m sweeper hydra/launcher=basic model=densenet121 measure.microbench=false cache_root=/tmp/cache \
+  measure.pause_gc=false hydra.sweep.dir="$S/denC/run" > "$S/denC.log" 2>&1
+log "densenet121 job C (pause_gc=false) rc=$?"
+python3 bench/compare_reference.py "$S/denA/run/0,$S/denB/run/0" > "$S/compare.md" 2>&1
+log "compare rc=$?"; bundle
+log ALLDONE
