@@ -63,6 +63,24 @@ def load_sweep(sweep_dir: Path) -> tuple[dict, dict[int, dict], list[str]]:
     return summary, records, notes
 
 
+# Other work on this many cores while a job measured is worth a warning: on two H200s,
+# another job's compile (tens of cores) made a launch-bound module 1.5x slower.
+BUSY_HOST_CORES = 1.0
+
+
+def busy_host_notes(jobs) -> list[str]:
+    """A note naming the jobs whose timings ran while other work kept the host busy."""
+    if "host_busy_cores" not in jobs:
+        return []
+    busy = jobs[jobs["host_busy_cores"].fillna(0) >= BUSY_HOST_CORES]
+    if busy.empty:
+        return []
+    named = ", ".join(f"#{r.job} ({r.host_busy_cores:.1f} cores)" for r in busy.itertuples())
+    return [f"other work kept the host's CPUs busy while these jobs measured: {named}. Their "
+            "launch-bound figures (step and module times of small kernels, busy percentages) "
+            "can read slower than on an idle host; the 'other cores busy' column gives each job's figure"]
+
+
 def aggregate(sweep_dir: Path) -> Path:
     """Write tables/, figures/ and report.html into the sweep folder; returns the report."""
     sweep_dir = Path(sweep_dir).resolve()
@@ -76,6 +94,7 @@ def aggregate(sweep_dir: Path) -> Path:
         df.to_parquet(tdir / f"{name}.parquet", index=False)
         df.to_csv(tdir / f"{name}.csv", index=False)
     figs = fg.all_figures(jobs, cats, bench, sweep_dir / FIGURES_DIR)
+    notes = notes + busy_host_notes(jobs)
     page = report.render(sweep_dir, summary, records, jobs, kernels, figs, notes)
     path = sweep_dir / REPORT_FILE
     atomic_write_text(path, page)

@@ -16,6 +16,19 @@ SUMMARY_FILE = "summary.json"
 LAST_SWEEP: dict | None = None
 
 
+# The phases whose figures are timings and profiles (tasks/job.py): other work on the host
+# during them moves launch-bound figures.
+MEASURING_PHASES = ("timing", "time_modules", "profile_step", "profile_modules")
+
+
+def busy_while_measuring(timings: dict) -> float | None:
+    """The most cores that other work kept busy during any measuring phase (the record's
+    timings.host_busy_cores, tasks/host_load.py), None where not recorded."""
+    by_phase = timings.get("host_busy_cores") or {}
+    values = [by_phase[p] for p in MEASURING_PHASES if by_phase.get(p) is not None]
+    return max(values) if values else None
+
+
 def headline(record: dict) -> dict:
     """The figures a reader of a sweep wants first, None where the job has none."""
     t = record.get("timings") or {}
@@ -28,6 +41,7 @@ def headline(record: dict) -> dict:
         "peak_memory_mb": t.get("peak_memory_mb"),
         "busy_pct": step.get("busy_pct"),
         "busy_pct_reference_style": step.get("busy_pct_reference_style"),
+        "host_busy_cores": busy_while_measuring(t),
     }
 
 

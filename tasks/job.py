@@ -20,6 +20,7 @@ from pathlib import Path
 from sweeper.launch import PHASE_MARK
 from sweeper.record import new_record, write_record
 from tasks.gc_watch import GcWatch, set_pause
+from tasks.host_load import HostLoad
 
 
 def _now() -> str:
@@ -64,6 +65,8 @@ def run(spec: dict, job_dir: Path) -> dict:
         record["artifacts"]["cache"] = str(Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]).parent)
     phase_started = time.time()
     gc_watch = GcWatch().install()
+    host = HostLoad()
+    host.enter(record["phase"])
 
     def phase(name: str) -> None:
         nonlocal phase_started
@@ -71,6 +74,7 @@ def run(spec: dict, job_dir: Path) -> dict:
         record["timings"]["phase_s"][record["phase"]] = round(now - phase_started, 3)
         record["phase"], phase_started = name, now
         gc_watch.phase = name
+        host.enter(name)
         say(f"phase {name}")
 
     try:
@@ -87,6 +91,8 @@ def run(spec: dict, job_dir: Path) -> dict:
     finally:
         gc_watch.uninstall()
         record["timings"]["gc"] = gc_watch.report()
+        host.enter("end")
+        record["timings"]["host_busy_cores"] = host.report()
         record["job"]["finished_at"] = _now()
         record["job"]["duration_s"] = round(time.time() - started, 3)
     return record

@@ -49,6 +49,10 @@ def test_training_job_record(training_job):
     assert t["gc"]["compile"]["collections"] > 0
     assert all(0 <= r["longest_s"] <= r["seconds"] and r["full"] <= r["collections"] for r in t["gc"].values())
     assert set(t["gc"]) <= set(t["phase_s"]) | {"done"}
+    # how busy the rest of the host was, per phase (Linux: /proc)
+    if os.path.exists("/proc/stat"):
+        assert set(t["host_busy_cores"]) >= {"compile", "timing", "time_modules"}
+        assert all(v >= 0 for v in t["host_busy_cores"].values())
     # progress was relayed to the console, phase by phase
     out = proc.stdout + proc.stderr
     assert "phase compile" in out and "phase done" in out
