@@ -63,8 +63,8 @@ def load_sweep(sweep_dir: Path) -> tuple[dict, dict[int, dict], list[str]]:
     return summary, records, notes
 
 
-# Other work on this many cores while a job measured is worth a warning: on two H200s,
-# another job's compile (tens of cores) made a launch-bound module 1.5x slower.
+# Other work on this many cores while a job measured is worth a warning: on two H200s a
+# launch-bound module read 1.5x slower in a job that measured beside another's compile.
 BUSY_HOST_CORES = 1.0
 
 
