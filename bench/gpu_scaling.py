@@ -43,7 +43,9 @@ def sweep(overrides: list[str], gpus: list[str], sweep_dir: Path) -> dict:
         jobs.append({"name": " ".join(j["overrides"]), "status": rec["status"],
                      "process_s": rec["job"].get("process_s") or rec["job"]["duration_s"],
                      "compile_s": (rec.get("timings") or {}).get("compile_s"),
-                     "gpu": (rec.get("environment") or {}).get("gpu"), "visible": (rec.get("environment") or {}).get("cuda_visible_devices")})
+                     "gpu": (rec.get("environment") or {}).get("gpu"), "visible": (rec.get("environment") or {}).get("cuda_visible_devices"),
+                     # cores other work kept busy during the job's compile (tasks/host_load.py)
+                     "other_cores_compile": ((rec.get("timings") or {}).get("host_busy_cores") or {}).get("compile")})
     return {"gpus": len(gpus), "wall_s": wall, "rc": proc.returncode, "jobs": jobs}
 
 
@@ -78,6 +80,8 @@ def main() -> int:
              "| GPUs | sweep wall s | exit | jobs (status, process s, compile s, CUDA_VISIBLE_DEVICES) |", "|---|---|---|---|"]
     for r in runs:
         cells = "; ".join(f"{j['name']}: {j['status']}, {j['process_s']:.0f}, {j['compile_s'] or 0:.0f}, GPU {j['visible']}"
+                          + (f", other cores busy in compile {j['other_cores_compile']:.1f}"
+                             if j.get("other_cores_compile") is not None else "")
                           for j in r["jobs"])
         lines.append(f"| {r['gpus']}{' (' + r['note'] + ')' if r.get('note') else ''} | {r['wall_s']:.1f} | {r['rc']} | {cells} |")
     lines += ["", f"{len(gpus)}-GPU wall / 1-GPU wall = **{ratio:.2f}** (target at most 0.6)"]

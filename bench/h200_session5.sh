@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The next H200 session's runs (issues 2 and 3), on a one- or two-GPU H200 machine, from a
+# The next H200 session's runs (issues 2, 3 and 4), on a one- or two-GPU H200 machine, from a
 # copy of the repo after the set-up in docs/gpu.md, in the background:
 #     cp -r . /tmp/repo && cd /tmp/repo && S=/tmp/gpu setsid bash bench/h200_session5.sh > /tmp/gpu.log 2>&1 &
 # Steps run one at a time on an otherwise idle machine, most valuable first; after each,
 # $S/bundle.tgz is rebuilt (everything but compile caches and traces; packed outside $S
 # first, so that tar never reads its own output), so that what is done can be fetched even
-# if the session's device time runs out. About 17 minutes in all.
+# if the session's device time runs out. About 17 minutes, then 7 for step 4.
 set -u
 S=${S:-/tmp/gpu}
 mkdir -p "$S"
@@ -46,4 +46,13 @@ python3 -m sweeper hydra/launcher=basic model=densenet121 measure.microbench=fal
 log "densenet121 job C (pause_gc=false) rc=$?"
 python3 bench/compare_reference.py "$S/denA/run/0,$S/denB/run/0" > "$S/compare.md" 2>&1
 log "compare rc=$?"; bundle
+
+# 4. Issue 4, if time is left and the machine has two GPUs: the scaling sweeps again, now
+#    that each job records how many cores other work kept busy in each phase
+#    (timings.host_busy_cores): the contention measured, not inferred. (About 7 min.)
+if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+  env -u CUDA_VISIBLE_DEVICES python3 bench/gpu_scaling.py --out-dir "$S/scaling" model=resnet18,resnet34 autotune=on,off \
+    mode=inference batch_size=32 > "$S/scaling.md" 2>&1
+  log "scaling rc=$?"; bundle
+fi
 log ALLDONE
