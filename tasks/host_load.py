@@ -7,9 +7,10 @@ ran alone and 1.215 ms in one that measured beside another job's compile, with t
 kernel time. The part of compile that is not autotuning took 35 s alone and 43 to 48 s
 beside another compile (bench/results/h200_session4.md). The
 1-minute load average cannot tell this apart: right after a job's own compile it is high
-on an idle host. So each phase records the host's busy CPU time (/proc/stat) minus this
-process's own (os.times), over the phase's wall time. Linux only; elsewhere nothing is
-recorded.
+on an idle host. So each phase records the host's busy CPU time (/proc/stat) minus that
+of the job's own process tree (/proc/<pid>/stat of the job and its descendants, the
+compile workers among them), over the phase's wall time. Linux only; elsewhere nothing
+is recorded.
 """
 
 from __future__ import annotations
