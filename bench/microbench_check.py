@@ -60,7 +60,12 @@ def main() -> int:
     print(f"\nphase seconds: {', '.join(f'{k} {v:.1f}' for k, v in phases.items())}")
     print(f"compile + warm-up {base:.1f} s; breakdown + microbenchmarks {added:.1f} s = "
           f"{added / base * 100 if base else float('nan'):.0f}% (target at most 25%); "
-          f"{len(table.get('rows') or [])} kernels, microbench phase {table.get('seconds')} s")
+          f"{len(table.get('rows') or [])} kernels, microbench phase {table.get('seconds')} s "
+          f"(by pass: {table.get('pass_s')})")
+    modules = [(m["label"], m.get("warmup_s"), m.get("seconds"), (m.get("wall_ms") or {}).get("n"))
+               for m in rec.get("modules") or []]
+    print(f"time_modules by module (label, warm-up s, seconds, rounds): {modules}; "
+          f"garbage collections by phase: {rec['timings'].get('gc')}")
     refs = sorted((args.job_dir / "reference").glob("*_run0.txt"))
     ref_s = 0.0
     for f in refs:

@@ -143,6 +143,7 @@ def run(table: dict, kernels_by_name: dict, budget_s: float | None = None) -> di
     its configs) while time is left. Rows the budget did not reach say so."""
     t0 = time.time()
     peak = peak_bandwidth_gbps()
+    t_peak = time.time()
     table.update(peak_bandwidth_gbps=peak, budget_s=budget_s, method=(
         "standalone: the job's kernel on its file's get_args(), Inductor's benchmarker (L2 flushed); "
         "bandwidth: kernel_num_gb over that time, against a device-to-device copy; headroom: the chosen "
@@ -165,6 +166,7 @@ def run(table: dict, kernels_by_name: dict, budget_s: float | None = None) -> di
                 todo.append((row, kernel))
             except Exception as e:  # noqa: BLE001 - one kernel's failure is noted, not fatal
                 row["error"] = _error(e)
+    t_alone = time.time()
     for row, kernel in todo:
         if row.get("candidate_configs") == 1 and row.get("chosen_is_candidate"):
             row.update(configs_tried=1, headroom_pct=0.0, headroom_method="one candidate config: nothing to choose")
@@ -177,6 +179,9 @@ def run(table: dict, kernels_by_name: dict, budget_s: float | None = None) -> di
                 row["headroom_method"] = f"not measured: {_error(e)}"
     torch.cuda.empty_cache()
     table["seconds"] = round(time.time() - t0, 3)
+    # where the phase's seconds went, to see which pass to make cheaper
+    table["pass_s"] = {"peak_bandwidth": round(t_peak - t0, 3), "alone": round(t_alone - t_peak, 3),
+                       "headroom": round(time.time() - t_alone, 3)}
     return table
 
 
