@@ -37,6 +37,8 @@ def spread(values: Sequence[float]) -> dict:
         # relative spread: (max - min) / median, in percent
         "range_pct": (vals[-1] - vals[0]) / med * 100 if med else 0.0,
         "n": len(vals),
+        # in the order measured: shows a stall, a drift or two levels that the summary hides
+        "values": [round(float(v), 4) for v in values],
     }
 
 

@@ -40,9 +40,10 @@ def test_span_starts_at_the_host_range_and_ends_at_the_last_kernel():
 
 
 def test_spread():
-    s = bd.spread([10, 11, 12, 13, 50])
-    assert s["median"] == 12 and s["min"] == 10 and s["max"] == 50 and s["n"] == 5
-    assert s["range_pct"] == pytest.approx(40 / 12 * 100)
+    s = bd.spread([13, 11, 50, 10, 12.123456])
+    assert s["median"] == 12.123456 and s["min"] == 10 and s["max"] == 50 and s["n"] == 5
+    assert s["values"] == [13, 11, 50, 10, 12.1235]  # in the order measured, rounded
+    assert s["range_pct"] == pytest.approx(40 / 12.123456 * 100)
     with pytest.raises(ValueError):
         bd.spread([])
 
