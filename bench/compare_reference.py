@@ -74,7 +74,7 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__)
         return 2
-    print("| job | module | share of device time, sweeper/reference (diff, pp) | reference busy % (3 runs) "
+    print("| job | module | share of device time, sweeper/reference (diff, pp) | reference busy % (its runs) "
           "| sweeper busy % ref-style (repeats) | reference wall ms | sweeper wall ms (repeats) "
           "| sweeper busy % union | within criteria |")
     print("|---|---|---|---|---|---|---|---|---|")
