@@ -4,10 +4,8 @@
 # antlr4 wheels: the sweeps use Hydra's basic launcher, so Ray is not needed):
 #     S=/tmp/gpu setsid bash bench/h200_issue2.sh > /tmp/gpu.log 2>&1 &
 # Writes everything under $S and a bundle $S/bundle.tgz (caches left out).
-set -u
-S=${S:-/tmp/gpu}
-mkdir -p "$S"
-log() { echo "[$(date +%T)] $*" | tee -a "$S/progress.log"; }
+BUNDLE_KEEP_TRACES=1  # this run bundled its traces too
+. "$(dirname "$0")/gpu_session_lib.sh"
 log start
 # 1. CUDA graphs off and on: resnet18 training, batch 32 (by hand: busy ~16% -> ~54%).
 python3 -m sweeper hydra/launcher=basic model=resnet18 batch_size=32 cudagraphs=off,on hydra.sweep.dir="$S/resnet18" > "$S/resnet18.log" 2>&1
@@ -47,5 +45,5 @@ for m in rec["modules"]:
                 shutil.copy(path, fx / f"{prefix}.py")
 print(sorted(p.name for p in fx.iterdir()))
 PY
-tar czf "$S/bundle.tgz" --exclude=cache -C "$(dirname "$S")" "$(basename "$S")"
+bundle
 log ALLDONE

@@ -5,11 +5,9 @@
 #     cp -r . /tmp/repo && cd /tmp/repo && S=/tmp/gpu setsid bash bench/h200_session.sh > /tmp/gpu.log 2>&1 &
 # Progress: $S/progress.log. Everything lands under $S, and $S/bundle.tgz holds it all
 # but the compile caches.
-set -u
-S=${S:-/tmp/gpu}
-mkdir -p "$S"
-log() { echo "[$(date +%T)] $*" | tee -a "$S/progress.log"; }
-nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv > "$S/nvidia-smi.csv" 2>&1
+BUNDLE_KEEP_TRACES=1  # this run bundled its traces too
+. "$(dirname "$0")/gpu_session_lib.sh"
+machine_info
 log start
 
 # 1. Issue 4: the same 4-job sweep through the Ray launcher on one GPU, then on both.
@@ -47,5 +45,5 @@ track_b &
 wait
 python3 bench/compare_reference.py "$S/mixnet/0" "$S/densenet/0" --json="$S/compare.json" > "$S/compare.md" 2>&1
 log "compare rc=$?"
-tar czf "$S/bundle.tgz" --exclude=cache -C "$(dirname "$S")" "$(basename "$S")"
+bundle
 log ALLDONE

@@ -5,11 +5,8 @@
 #     cp -r . /tmp/repo && cd /tmp/repo && S=/tmp/gpu setsid bash bench/h200_session3.sh > /tmp/gpu.log 2>&1 &
 # Everything lands under $S; $S/bundle.tgz holds it all but the compile caches and traces,
 # $S/traces.tgz the example sweep's traces.
-set -u
-S=${S:-/tmp/gpu}
-mkdir -p "$S"
-log() { echo "[$(date +%T)] $*" | tee -a "$S/progress.log"; }
-nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv > "$S/nvidia-smi.csv" 2>&1
+. "$(dirname "$0")/gpu_session_lib.sh"
+machine_info
 log start
 
 # 1. Issue 5's example sweep through the Ray launcher on both GPUs: mixnet_l and
@@ -50,7 +47,7 @@ track_b &
 wait
 python3 bench/compare_reference.py "$MIX" "$DEN" --json="$S/compare.json" > "$S/compare.md" 2>&1
 log "compare rc=$?"
-tar czf "$S/bundle.tgz" --exclude=cache --exclude='*trace*.json.gz' -C "$(dirname "$S")" "$(basename "$S")"
+bundle
 tar czf "$S/traces.tgz" -C "$S" $(cd "$S" && find example -name '*trace*.json.gz' | head -200) 2>/dev/null
 ls -la "$S"/*.tgz >> "$S/progress.log"
 log ALLDONE

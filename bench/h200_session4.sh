@@ -5,14 +5,8 @@
 # Steps run one at a time on an otherwise idle machine, most valuable first; after each,
 # $S/bundle.tgz is rebuilt (everything but compile caches and traces), so that what is
 # done can be fetched even if the session's device time runs out.
-set -u
-S=${S:-/tmp/gpu}
-mkdir -p "$S"
-log() { echo "[$(date +%T)] $*" | tee -a "$S/progress.log"; }
-# (In session 4 this wrote its temporary file inside $S, so tar failed on it: fixed here.)
-bundle() { tar czf "$S.bundle.tmp" --exclude=cache --exclude='*trace*.json.gz' \
-  -C "$(dirname "$S")" "$(basename "$S")" && mv "$S.bundle.tmp" "$S/bundle.tgz"; }
-nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv > "$S/nvidia-smi.csv" 2>&1
+. "$(dirname "$0")/gpu_session_lib.sh"
+machine_info
 log start
 
 # 1. Issue 3, speed and headroom: mixnet_l (training, fp16, batch 128) alone, with the

@@ -6,15 +6,9 @@
 # $S/bundle.tgz is rebuilt (everything but compile caches and traces; packed outside $S
 # first, so that tar never reads its own output), so that what is done can be fetched even
 # if the session's device time runs out. About 17 minutes, then 7 for step 4.
-set -u
-S=${S:-/tmp/gpu}
-mkdir -p "$S"
+. "$(dirname "$0")/gpu_session_lib.sh"
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
-log() { echo "[$(date +%T)] $*" | tee -a "$S/progress.log"; }
-bundle() { tar czf "$S.bundle.tmp" --exclude=cache --exclude='*trace*.json.gz' \
-  -C "$(dirname "$S")" "$(basename "$S")" && mv "$S.bundle.tmp" "$S/bundle.tgz"; }
-nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv > "$S/nvidia-smi.csv" 2>&1
-lscpu > "$S/lscpu.txt" 2>&1
+machine_info
 log start
 
 # 1. Issue 3's speed target: mixnet_l (training, fp16, batch 128) with timed loops free of
