@@ -58,3 +58,26 @@ def test_captured_inputs_keep_the_strides_of_views():
     torch._C._dynamo.guards.assert_size_stride(copy, tuple(view.size()), tuple(view.stride()))
     assert view.clone().stride() != view.stride()  # why clone() was not enough
     assert copy_input(3) == 3
+
+
+def test_captured_inputs_keep_the_address_alignment_of_views():
+    """A view that starts off a 32-byte boundary is copied to an address just as far off
+    (cuDNN's plan cache keys on it; see copy_input), at a cost of under 512 bytes."""
+    import torch
+
+    from tasks.capture import ALIGN_BYTES, copy_input
+
+    buf = torch.randn(2, 40 * 3, 7, 7, dtype=torch.float16)
+    for start in (0, 40, 80, 1, 3):  # channel offsets, and odd element offsets
+        view = buf[:, start:start + 40] if start % 40 == 0 else buf.view(-1)[start:start + 999]
+        copy = copy_input(view)
+        assert copy.data_ptr() != view.data_ptr()
+        assert copy.data_ptr() % ALIGN_BYTES == view.data_ptr() % ALIGN_BYTES
+        assert copy.size() == view.size() and copy.stride() == view.stride()
+        assert torch.equal(copy, view)
+        extent = 1 + sum((n - 1) * s for n, s in zip(view.size(), view.stride()))
+        assert copy.untyped_storage().nbytes() <= (extent * 2) + ALIGN_BYTES
+    # the case that matters is really exercised: some views are off a 32-byte boundary
+    assert any(buf[:, s:s + 40].data_ptr() % 32 for s in (40, 80))
+    empty = copy_input(torch.empty(0, 3))
+    assert empty.shape == (0, 3)

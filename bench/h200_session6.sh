@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The next H200 session's runs (issues 3 and 2), on a one-GPU H200 machine, from a copy of
+# the repo after the set-up in docs/gpu.md, in the background:
+#     cp -r . /tmp/repo && cd /tmp/repo && S=/tmp/gpu setsid bash bench/h200_session6.sh > /tmp/gpu.log 2>&1 &
+# Steps run one at a time on an otherwise idle machine, most valuable first; $S/bundle.tgz
+# is rebuilt after each (see gpu_session_lib.sh). About 13 minutes.
+. "$(dirname "$0")/gpu_session_lib.sh"
+export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+machine_info
+log start
+
+# 1. Issue 3's speed target with captured inputs that keep their address alignment
+#    (capture.copy_input): session 5's mixnet_l backward spent 11.8 s of warm-up
+#    rebuilding cuDNN plans for misaligned copies. Confirmed if modules[backward_1].warmup_s
+#    is under 1 s and microbench_check.md's figure is at most 25%. (About 5 min.)
+python3 -m sweeper hydra/launcher=basic model=mixnet_l hydra.sweep.dir="$S/mixnet" > "$S/mixnet.log" 2>&1
+log "mixnet_l job rc=$?"
+python3 bench/microbench_check.py "$S/mixnet/0" > "$S/microbench_check.md" 2>&1
+log "microbench check rc=$?"; bundle
+
+# 2. Issue 2, the literal procedure for densenet121 (batch 16): job A, `-p` three times on
+#    each module it captured, job B on A's compile (sweeper's spread over repeats), then the
+#    comparison. (About 8 min.)
+python3 -m sweeper hydra/launcher=basic model=densenet121 measure.microbench=false cache_root=/tmp/cache \
+  hydra.sweep.dir="$S/denA/run" > "$S/denA.log" 2>&1
+log "densenet121 job A rc=$?"
+python3 bench/run_reference.py --runs 3 "$S/denA/run/0" > "$S/denA_reference.log" 2>&1
+log "reference runs rc=$?"
+python3 -m sweeper hydra/launcher=basic model=densenet121 measure.microbench=false cache_root=/tmp/cache \
+  hydra.sweep.dir="$S/denB/run" > "$S/denB.log" 2>&1
+log "densenet121 job B rc=$?"
+python3 bench/compare_reference.py "$S/denA/run/0,$S/denB/run/0" > "$S/compare.md" 2>&1
+log "compare rc=$?"; bundle
+log ALLDONE
