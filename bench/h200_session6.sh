@@ -21,14 +21,17 @@ log "microbench check rc=$?"; bundle
 # 2. Issue 2, the literal procedure for densenet121 (batch 16): job A, `-p` three times on
 #    each module it captured, job B on A's compile (sweeper's spread over repeats), then the
 #    comparison. (About 8 min.)
-python3 -m sweeper hydra/launcher=basic model=densenet121 measure.microbench=false cache_root=/tmp/cache \
-  hydra.sweep.dir="$S/denA/run" > "$S/denA.log" 2>&1
-log "densenet121 job A rc=$?"
+# Both jobs name their sweep folder "run", so B's cache folder is A's and B hits A's FX
+# graph cache: the same kernels, timed again in a fresh process.
+densenet() {
+  python3 -m sweeper hydra/launcher=basic model=densenet121 measure.microbench=false cache_root=/tmp/cache \
+    hydra.sweep.dir="$S/$1/run" > "$S/$1.log" 2>&1
+  log "densenet121 job $1 rc=$?"
+}
+densenet denA
 python3 bench/run_reference.py --runs 3 "$S/denA/run/0" > "$S/denA_reference.log" 2>&1
 log "reference runs rc=$?"
-python3 -m sweeper hydra/launcher=basic model=densenet121 measure.microbench=false cache_root=/tmp/cache \
-  hydra.sweep.dir="$S/denB/run" > "$S/denB.log" 2>&1
-log "densenet121 job B rc=$?"
+densenet denB
 python3 bench/compare_reference.py "$S/denA/run/0,$S/denB/run/0" > "$S/compare.md" 2>&1
 log "compare rc=$?"; bundle
 log ALLDONE
