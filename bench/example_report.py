@@ -34,8 +34,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         report = build(Path(tmp) / "example")
         # Only what a reader opens: the page (self-contained), its figures and tables.
-        shutil.rmtree(args.out, ignore_errors=True)
-        args.out.mkdir(parents=True)
+        # Those are replaced; anything else in the folder (its README) is kept.
+        args.out.mkdir(parents=True, exist_ok=True)
+        for old in ("figures", "tables"):
+            shutil.rmtree(args.out / old, ignore_errors=True)
         shutil.copy(report, args.out / "report.html")
         shutil.copytree(report.parent / "figures", args.out / "figures")
         (args.out / "tables").mkdir()

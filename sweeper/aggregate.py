@@ -81,6 +81,26 @@ def busy_host_notes(jobs) -> list[str]:
             "can read slower than on an idle host; the 'other cores busy' column gives each job's figure"]
 
 
+# Timed rounds whose interquartile range is this share of their median or more: the
+# busy percentages built on them move by as much between runs (densenet121 on the H200
+# in session 5: 17-22%, and two jobs' busy figures 6 points apart). Small-batch launch-bound
+# jobs often reach 10% on that machine; 15% flags the ones that moved most.
+UNSTEADY_TIMING_PCT = 15.0
+
+
+def unsteady_timing_notes(jobs) -> list[str]:
+    """A note naming the jobs whose timed rounds varied, whatever the cause."""
+    if "timing_iqr_pct" not in jobs:
+        return []
+    unsteady = jobs[jobs["timing_iqr_pct"].fillna(0) >= UNSTEADY_TIMING_PCT]
+    if unsteady.empty:
+        return []
+    named = ", ".join(f"#{r.job} (IQR {r.timing_iqr_pct:.0f}% of the median)" for r in unsteady.itertuples())
+    return [f"the timed rounds of these jobs varied: {named}. Their step times and busy percentages "
+            "can differ by as much in a repeat; the host's launch speed can drift with no other work "
+            "running (docs/gpu.md). Compare such figures only within one run, or repeat the job"]
+
+
 def aggregate(sweep_dir: Path) -> Path:
     """Write tables/, figures/ and report.html into the sweep folder; returns the report."""
     sweep_dir = Path(sweep_dir).resolve()
@@ -94,7 +114,7 @@ def aggregate(sweep_dir: Path) -> Path:
         df.to_parquet(tdir / f"{name}.parquet", index=False)
         df.to_csv(tdir / f"{name}.csv", index=False)
     figs = fg.all_figures(jobs, cats, bench, sweep_dir / FIGURES_DIR)
-    notes = notes + busy_host_notes(jobs)
+    notes = notes + busy_host_notes(jobs) + unsteady_timing_notes(jobs)
     page = report.render(sweep_dir, summary, records, jobs, kernels, figs, notes)
     path = sweep_dir / REPORT_FILE
     atomic_write_text(path, page)

@@ -29,6 +29,20 @@ def busy_while_measuring(timings: dict) -> float | None:
     return max(values) if values else None
 
 
+def timing_iqr_pct(record: dict) -> float | None:
+    """How much the job's timed rounds varied: the largest interquartile range, as a
+    percentage of the median, over the compiled step's timing and each module's wall time.
+    Why: launch-bound figures follow the host's launch speed, which can drift while nothing
+    else runs (docs/gpu.md, session 5: densenet121's module rounds ranged 17 to 30 ms a call
+    with no other busy core), so host_busy_cores alone cannot flag them. None where no
+    timing was recorded."""
+    spreads = [(record.get("timings") or {}).get("compiled_step_ms")]
+    spreads += [m.get("wall_ms") for m in record.get("modules") or []]
+    values = [100 * s["iqr"] / s["median"] for s in spreads
+              if isinstance(s, dict) and s.get("iqr") is not None and s.get("median")]
+    return round(max(values), 1) if values else None
+
+
 def headline(record: dict) -> dict:
     """The figures a reader of a sweep wants first, None where the job has none."""
     t = record.get("timings") or {}
@@ -42,6 +56,7 @@ def headline(record: dict) -> dict:
         "busy_pct": step.get("busy_pct"),
         "busy_pct_reference_style": step.get("busy_pct_reference_style"),
         "host_busy_cores": busy_while_measuring(t),
+        "timing_iqr_pct": timing_iqr_pct(record),
     }
 
 

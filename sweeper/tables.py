@@ -43,6 +43,7 @@ JOB_COLUMNS: dict[str, str] = {
     "busy_pct_reference_style": "step: summed kernel time over unprofiled step time, % (as `-p` prints)",
     "device_ms": "step: summed kernel time per step, ms",
     "host_busy_cores": "most CPU cores busy with other work on the host while the job measured (tasks/host_load.py)",
+    "timing_iqr_pct": "largest interquartile range of the job's timed rounds (step, modules), % of their median",
     "gpu": "GPU name (none on a CPU)",
     "torch": "torch version",
     "duration_s": "the job's own run time, seconds",

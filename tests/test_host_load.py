@@ -43,7 +43,13 @@ def test_other_busy_cores():
 @linux_only
 def test_a_busy_process_outside_the_job_counts_and_the_jobs_own_work_does_not():
     host = HostLoad()
+    # what the rest of the machine does anyway (a second test run, CI's own services): the
+    # figures below are compared with it, not with zero
+    host.enter("background")
+    time.sleep(1.0)
     host.enter("own")
+    if host.report()["background"] > (os.cpu_count() or 1) - 1.5:
+        pytest.skip("the host has no idle core to measure with (another test run?)")
     end = time.monotonic() + 1.0
     x = 0
     while time.monotonic() < end:  # the job's own process, busy
@@ -56,8 +62,8 @@ def test_a_busy_process_outside_the_job_counts_and_the_jobs_own_work_does_not():
     time.sleep(1.2)
     host.enter("end")
     rep = host.report()
-    assert rep["own"] < 0.5  # one core of our own work is not "other" (CI may add a little)
-    assert rep["other"] > 0.5
+    assert rep["own"] < rep["background"] + 0.5  # one core of our own work is not "other"
+    assert rep["other"] > rep["background"] + 0.5
 
 
 def test_busy_while_measuring_and_the_report_note():

@@ -68,3 +68,25 @@ def test_report_shows_standalone_figures_and_all_figures(example):
     assert shown  # the costliest kernels' table carries their standalone times
     assert "benchmark_all_configs over" in page
     assert "+sweep=example" in page
+
+
+def test_jobs_whose_timed_rounds_varied_are_named(example):
+    """On the H200, densenet121 b16 (job 0) timed its compiled step in rounds whose IQR was
+    25% of their median (its backward module 23%); mixnet_l (job 2) held within 5%. The
+    jobs table says so, and the report's note names the jobs at or over the threshold."""
+    from sweeper.aggregate import UNSTEADY_TIMING_PCT
+    from sweeper.summary import timing_iqr_pct
+
+    sweep, records, report_path = example
+    jobs = pd.read_parquet(sweep / "tables" / "jobs.parquet").set_index("job")
+    for n, rec in records.items():
+        walls = [rec["timings"]["compiled_step_ms"]] + [m["wall_ms"] for m in rec.get("modules") or [] if m.get("wall_ms")]
+        expected = max(100 * w["iqr"] / w["median"] for w in walls)
+        assert jobs.loc[n, "timing_iqr_pct"] == pytest.approx(expected, abs=0.05) == timing_iqr_pct(rec)
+    assert jobs.loc[0, "timing_iqr_pct"] >= UNSTEADY_TIMING_PCT > jobs.loc[2, "timing_iqr_pct"]
+    page = report_path.read_text()
+    note = next(line for line in page.splitlines() if "timed rounds of these jobs varied" in line)
+    assert "#0 (IQR 25% of the median)" in note
+    flagged = [n for n in records if f"#{n} (IQR" in note]
+    assert flagged == [n for n in records if jobs.loc[n, "timing_iqr_pct"] >= UNSTEADY_TIMING_PCT]
+    assert "rounds IQR %" in page
