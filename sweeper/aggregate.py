@@ -83,7 +83,7 @@ def busy_host_notes(jobs) -> list[str]:
 
 # Timed rounds whose interquartile range is this share of their median or more: the
 # busy percentages built on them move by as much between runs (densenet121 on the H200
-# in session 5: 17-22%, and two jobs' busy figures 6 points apart). Small-batch launch-bound
+# in session 5: 17-29%, and two jobs' busy figures 6 points apart). Small-batch launch-bound
 # jobs often reach 10% on that machine; 15% flags the ones that moved most.
 UNSTEADY_TIMING_PCT = 15.0
 
