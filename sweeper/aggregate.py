@@ -63,6 +63,17 @@ def load_sweep(sweep_dir: Path) -> tuple[dict, dict[int, dict], list[str]]:
     return summary, records, notes
 
 
+def _jobs_at_or_over(jobs, column: str, threshold: float, describe) -> str | None:
+    """'#1 (...), #4 (...)': the jobs whose `column` reaches `threshold`, each with
+    describe(value); None when there are none (or the table has no such column)."""
+    if column not in jobs:
+        return None
+    hit = jobs[jobs[column].fillna(0) >= threshold]
+    if hit.empty:
+        return None
+    return ", ".join(f"#{job} ({describe(value)})" for job, value in zip(hit["job"], hit[column]))
+
+
 # Other work on this many cores while a job measured is worth a warning: on two H200s a
 # launch-bound module read 1.5x slower in a job that measured beside another's compile.
 BUSY_HOST_CORES = 1.0
@@ -70,12 +81,9 @@ BUSY_HOST_CORES = 1.0
 
 def busy_host_notes(jobs) -> list[str]:
     """A note naming the jobs whose timings ran while other work kept the host busy."""
-    if "host_busy_cores" not in jobs:
+    named = _jobs_at_or_over(jobs, "host_busy_cores", BUSY_HOST_CORES, lambda v: f"{v:.1f} cores")
+    if named is None:
         return []
-    busy = jobs[jobs["host_busy_cores"].fillna(0) >= BUSY_HOST_CORES]
-    if busy.empty:
-        return []
-    named = ", ".join(f"#{r.job} ({r.host_busy_cores:.1f} cores)" for r in busy.itertuples())
     return [f"other work kept the host's CPUs busy while these jobs measured: {named}. Their "
             "launch-bound figures (step and module times of small kernels, busy percentages) "
             "can read slower than on an idle host; the 'other cores busy' column gives each job's figure"]
@@ -90,12 +98,9 @@ UNSTEADY_TIMING_PCT = 15.0
 
 def unsteady_timing_notes(jobs) -> list[str]:
     """A note naming the jobs whose timed rounds varied, whatever the cause."""
-    if "timing_iqr_pct" not in jobs:
+    named = _jobs_at_or_over(jobs, "timing_iqr_pct", UNSTEADY_TIMING_PCT, lambda v: f"IQR {v:.0f}% of the median")
+    if named is None:
         return []
-    unsteady = jobs[jobs["timing_iqr_pct"].fillna(0) >= UNSTEADY_TIMING_PCT]
-    if unsteady.empty:
-        return []
-    named = ", ".join(f"#{r.job} (IQR {r.timing_iqr_pct:.0f}% of the median)" for r in unsteady.itertuples())
     return [f"the timed rounds of these jobs varied: {named}. Their step times and busy percentages "
             "can differ by as much in a repeat; the host's launch speed can drift with no other work "
             "running (docs/gpu.md). Compare such figures only within one run, or repeat the job"]
