@@ -24,3 +24,24 @@ machine_info() {
   nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv > "$S/nvidia-smi.csv" 2>&1
   lscpu > "$S/lscpu.txt" 2>&1
 }
+
+# Steps more than one session runs. Issue 3: a mixnet_l job (training, fp16, batch 128),
+# then its three costliest kernels against `python <kernel>.py` and the phase seconds
+# against the 25% target (microbench_check.md).
+mixnet_check() {
+  python3 -m sweeper hydra/launcher=basic model=mixnet_l hydra.sweep.dir="$S/mixnet" > "$S/mixnet.log" 2>&1
+  log "mixnet_l job rc=$?"
+  python3 bench/microbench_check.py "$S/mixnet/0" > "$S/microbench_check.md" 2>&1
+  log "microbench check rc=$?"
+}
+
+# Issue 2: a densenet121 job (batch 16) into $S/<name>/run, with extra overrides. Every
+# such job names its sweep folder "run", so all share one cache folder under /tmp/cache
+# and the later ones hit the first one's FX graph cache: the same kernels, timed again in
+# a fresh process.
+densenet_job() {
+  local name=$1; shift
+  python3 -m sweeper hydra/launcher=basic model=densenet121 measure.microbench=false cache_root=/tmp/cache \
+    "$@" hydra.sweep.dir="$S/$name/run" > "$S/$name.log" 2>&1
+  log "densenet121 job $name rc=$?"
+}

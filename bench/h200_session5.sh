@@ -5,7 +5,8 @@
 # Steps run one at a time on an otherwise idle machine, most valuable first; after each,
 # $S/bundle.tgz is rebuilt (everything but compile caches and traces; packed outside $S
 # first, so that tar never reads its own output), so that what is done can be fetched even
-# if the session's device time runs out. About 17 minutes, then 7 for step 4.
+# if the session's device time runs out. About 17 minutes, then 7 for step 4. (Ran at
+# commit 27b6198 with these steps spelled out; they are now gpu_session_lib.sh's.)
 . "$(dirname "$0")/gpu_session_lib.sh"
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 machine_info
@@ -15,16 +16,11 @@ log start
 #    garbage collection (measure.pause_gc, default on), each module's seconds recorded;
 #    then the three costliest kernels against `python <kernel>.py` and the phase seconds
 #    against the 25% target. (About 5 min.)
-python3 -m sweeper hydra/launcher=basic model=mixnet_l hydra.sweep.dir="$S/mixnet" > "$S/mixnet.log" 2>&1
-log "mixnet_l job rc=$?"
-python3 bench/microbench_check.py "$S/mixnet/0" > "$S/microbench_check.md" 2>&1
-log "microbench check rc=$?"; bundle
+mixnet_check; bundle
 
 # 2. Issue 2, the literal procedure for densenet121 (batch 16): the job, then `-p` three
 #    times on each module it captured, in the same call. (About 10 min.)
-python3 -m sweeper hydra/launcher=basic model=densenet121 measure.microbench=false cache_root=/tmp/cache \
-  hydra.sweep.dir="$S/denA/run" > "$S/denA.log" 2>&1
-log "densenet121 job A rc=$?"
+densenet_job denA
 python3 bench/run_reference.py --runs 3 "$S/denA/run/0" > "$S/denA_reference.log" 2>&1
 log "reference runs rc=$?"; bundle
 
@@ -32,12 +28,8 @@ log "reference runs rc=$?"; bundle
 #    sweep folder's name, "run", so they hit job A's FX graph cache and run the same
 #    kernels): B repeats A (sweeper's spread over repeats), C turns measure.pause_gc off
 #    (what garbage collection does to the rounds: timings.gc says when it ran). (About 2 min.)
-python3 -m sweeper hydra/launcher=basic model=densenet121 measure.microbench=false cache_root=/tmp/cache \
-  hydra.sweep.dir="$S/denB/run" > "$S/denB.log" 2>&1
-log "densenet121 job B rc=$?"
-python3 -m sweeper hydra/launcher=basic model=densenet121 measure.microbench=false cache_root=/tmp/cache \
-  measure.pause_gc=false hydra.sweep.dir="$S/denC/run" > "$S/denC.log" 2>&1
-log "densenet121 job C (pause_gc=false) rc=$?"
+densenet_job denB
+densenet_job denC measure.pause_gc=false
 python3 bench/compare_reference.py "$S/denA/run/0,$S/denB/run/0" > "$S/compare.md" 2>&1
 log "compare rc=$?"; bundle
 

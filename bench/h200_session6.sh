@@ -13,27 +13,18 @@ log start
 #    (capture.copy_input): session 5's mixnet_l backward spent 11.8 s of warm-up
 #    rebuilding cuDNN plans for misaligned copies. Confirmed if modules[backward_1].warmup_s
 #    is under 1 s and microbench_check.md's figure is at most 25%. (About 5 min.)
-python3 -m sweeper hydra/launcher=basic model=mixnet_l hydra.sweep.dir="$S/mixnet" > "$S/mixnet.log" 2>&1
-log "mixnet_l job rc=$?"
-python3 bench/microbench_check.py "$S/mixnet/0" > "$S/microbench_check.md" 2>&1
-log "microbench check rc=$?"; bundle
+mixnet_check; bundle
 
-# 2. Issue 2, the literal procedure for densenet121 (batch 16): job A, `-p` three times on
-#    each module it captured, job B on A's compile (sweeper's spread over repeats), then the
-#    comparison. (About 8 min.)
-# Both jobs name their sweep folder "run", so B's cache folder is A's and B hits A's FX
-# graph cache: the same kernels, timed again in a fresh process.
-densenet() {
-  python3 -m sweeper hydra/launcher=basic model=densenet121 measure.microbench=false cache_root=/tmp/cache \
-    hydra.sweep.dir="$S/$1/run" > "$S/$1.log" 2>&1
-  log "densenet121 job $1 rc=$?"
-}
-densenet denA
+# 2. Issue 2, the literal procedure: densenet121 job A, `-p` three times on each module it
+#    captured, job B on A's compile (sweeper's spread over repeats), then the comparison.
+#    (About 8 min.)
+densenet_job denA
 python3 bench/run_reference.py --runs 3 "$S/denA/run/0" > "$S/denA_reference.log" 2>&1
 log "reference runs rc=$?"
-densenet denB
+densenet_job denB
 python3 bench/compare_reference.py "$S/denA/run/0,$S/denB/run/0" > "$S/compare.md" 2>&1
 log "compare rc=$?"; bundle
+
 # 3. If time is left: which of mixnet_l's module inputs start off a 32-byte boundary on
 #    the GPU (fp16, batch 128), the premise of step 1's fix; seen on the CPU in bfloat16
 #    (bench/results/input_alignment_cpu.md). (About 3 min.)

@@ -63,15 +63,16 @@ def load_sweep(sweep_dir: Path) -> tuple[dict, dict[int, dict], list[str]]:
     return summary, records, notes
 
 
-def _jobs_at_or_over(jobs, column: str, threshold: float, describe) -> str | None:
-    """'#1 (...), #4 (...)': the jobs whose `column` reaches `threshold`, each with
-    describe(value); None when there are none (or the table has no such column)."""
+def _note_naming(jobs, column: str, threshold: float, describe, text: str) -> list[str]:
+    """[text with {named}: '#1 (...), #4 (...)', the jobs whose `column` reaches
+    `threshold`, each with describe(value)], or [] when there are none (or no column)."""
     if column not in jobs:
-        return None
+        return []
     hit = jobs[jobs[column].fillna(0) >= threshold]
     if hit.empty:
-        return None
-    return ", ".join(f"#{job} ({describe(value)})" for job, value in zip(hit["job"], hit[column]))
+        return []
+    named = ", ".join(f"#{job} ({describe(value)})" for job, value in zip(hit["job"], hit[column]))
+    return [text.format(named=named)]
 
 
 # Other work on this many cores while a job measured is worth a warning: on two H200s a
@@ -81,12 +82,11 @@ BUSY_HOST_CORES = 1.0
 
 def busy_host_notes(jobs) -> list[str]:
     """A note naming the jobs whose timings ran while other work kept the host busy."""
-    named = _jobs_at_or_over(jobs, "host_busy_cores", BUSY_HOST_CORES, lambda v: f"{v:.1f} cores")
-    if named is None:
-        return []
-    return [f"other work kept the host's CPUs busy while these jobs measured: {named}. Their "
-            "launch-bound figures (step and module times of small kernels, busy percentages) "
-            "can read slower than on an idle host; the 'other cores busy' column gives each job's figure"]
+    return _note_naming(
+        jobs, "host_busy_cores", BUSY_HOST_CORES, lambda v: f"{v:.1f} cores",
+        "other work kept the host's CPUs busy while these jobs measured: {named}. Their "
+        "launch-bound figures (step and module times of small kernels, busy percentages) "
+        "can read slower than on an idle host; the 'other cores busy' column gives each job's figure")
 
 
 # Timed rounds whose interquartile range is this share of their median or more: the
@@ -98,12 +98,11 @@ UNSTEADY_TIMING_PCT = 15.0
 
 def unsteady_timing_notes(jobs) -> list[str]:
     """A note naming the jobs whose timed rounds varied, whatever the cause."""
-    named = _jobs_at_or_over(jobs, "timing_iqr_pct", UNSTEADY_TIMING_PCT, lambda v: f"IQR {v:.0f}% of the median")
-    if named is None:
-        return []
-    return [f"the timed rounds of these jobs varied: {named}. Their step times and busy percentages "
-            "can differ by as much in a repeat; the host's launch speed can drift with no other work "
-            "running (docs/gpu.md). Compare such figures only within one run, or repeat the job"]
+    return _note_naming(
+        jobs, "timing_iqr_pct", UNSTEADY_TIMING_PCT, lambda v: f"IQR {v:.0f}% of the median",
+        "the timed rounds of these jobs varied: {named}. Their step times and busy percentages "
+        "can differ by as much in a repeat; the host's launch speed can drift with no other work "
+        "running (docs/gpu.md). Compare such figures only within one run, or repeat the job")
 
 
 def aggregate(sweep_dir: Path) -> Path:

@@ -17,6 +17,14 @@ RESULT_FILE = "result.json"
 STATUSES = ("ok", "failed", "skipped")
 
 
+def cache_env(cache: str | Path) -> dict[str, str]:
+    """The environment that points Inductor and Triton at a job's cache folder (the
+    record's artifacts.cache): the job sets it before torch loads (tasks/job.py), and the
+    bench scripts that run its files by hand set it so that kernels load, not compile."""
+    cache = Path(cache)
+    return {"TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"), "TRITON_CACHE_DIR": str(cache / "triton")}
+
+
 def new_record(spec: dict, job_dir: str | Path) -> dict[str, Any]:
     """The skeleton every result record starts from (status failed until proven ok)."""
     from sweeper import __version__

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweeper.categories import REFERENCE_CATEGORIES
+from sweeper.record import cache_env
 
 _TABULATE_RE = re.compile(r"^Output for tabulate:\s*(.*)$", re.M)
 
@@ -85,7 +86,7 @@ def harness_env(record: dict, base: dict, tmpdir: str | None = None) -> dict:
     there). The cache is `artifacts.cache` (under `cache_root` when set), else the job
     folder's `cache`."""
     cache = Path((record.get("artifacts") or {}).get("cache") or Path(record["job"]["dir"]) / "cache")
-    env = dict(base, TORCHINDUCTOR_CACHE_DIR=str(cache / "inductor"), TRITON_CACHE_DIR=str(cache / "triton"))
+    env = dict(base, **cache_env(cache))
     if tmpdir is not None:
         env["TMPDIR"] = tmpdir
     return env

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sweeper.launch import PHASE_MARK
-from sweeper.record import new_record, write_record
+from sweeper.record import cache_env, new_record, write_record
 from tasks.gc_watch import GcWatch, set_pause
 from tasks.host_load import HostLoad
 
@@ -37,8 +37,7 @@ def prepare_process(cfg: dict, job_dir: Path) -> Path:
     root = job_dir / "cache"
     if cfg.get("cache_root"):
         root = Path(cfg["cache_root"]) / f"{job_dir.parent.name}-{job_dir.name}"
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(root / "inductor")
-    os.environ["TRITON_CACHE_DIR"] = str(root / "triton")
+    os.environ.update(cache_env(root))
     os.environ["TORCHINDUCTOR_BENCHMARK_KERNEL"] = "1"  # get_args()/kernel harnesses
     os.environ["TORCHINDUCTOR_UNIQUE_KERNEL_NAMES"] = "1"  # triton_poi_/red_/per_ names
     os.environ["TORCHINDUCTOR_CPP_ENABLE_KERNEL_PROFILE"] = "1"  # C++ kernels in CPU traces

@@ -21,19 +21,18 @@ def time_calls(fn: Callable[[], object], n: int, device: str, calls_per_sample: 
     from its first launch to its last kernel's end: the steady-state time whether the
     step is bound by the GPU or by the host launching work."""
     samples = []
-    if device == "cuda":
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
-        synchronize(device)
-        with paused():  # no garbage collection of the compiler's heap inside a sample
+    with paused():  # no garbage collection of the compiler's heap inside a sample
+        if device == "cuda":
+            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+            synchronize(device)
             for start, end in events:
                 start.record()
                 for _ in range(calls_per_sample):
                     fn()
                 end.record()
             torch.cuda.synchronize()
-        samples = [s.elapsed_time(e) / calls_per_sample for s, e in events]
-    else:
-        with paused():
+            samples = [s.elapsed_time(e) / calls_per_sample for s, e in events]
+        else:
             for _ in range(n):
                 t0 = time.perf_counter()
                 for _ in range(calls_per_sample):
