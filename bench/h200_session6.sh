@@ -16,13 +16,14 @@ log start
 mixnet_check; bundle
 
 # 2. Issue 2, the literal procedure: densenet121 job A, `-p` three times on each module it
-#    captured, job B on A's compile (sweeper's spread over repeats), then the comparison.
-#    (About 8 min.)
+#    captured, jobs B and C on A's compile (sweeper's spread over three repeats, as many
+#    as the reference's runs), then the comparison. (About 9 min.)
 densenet_job denA
 python3 bench/run_reference.py --runs 3 "$S/denA/run/0" > "$S/denA_reference.log" 2>&1
 log "reference runs rc=$?"
 densenet_job denB
-python3 bench/compare_reference.py "$S/denA/run/0,$S/denB/run/0" > "$S/compare.md" 2>&1
+densenet_job denC
+python3 bench/compare_reference.py "$S/denA/run/0,$S/denB/run/0,$S/denC/run/0" > "$S/compare.md" 2>&1
 log "compare rc=$?"; bundle
 
 # 3. If time is left: which of mixnet_l's module inputs start off a 32-byte boundary on
