@@ -15,6 +15,7 @@ import threading
 import time
 import traceback
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 
 from sweeper.launch import PHASE_MARK
@@ -113,6 +114,7 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
     from sweeper.models import check_model_name, default_batch_size
     from tasks import environment
     from tasks.capture import InputCapture, ModuleCapture, copy_modules
+    from tasks.module_thread import on_step_thread
     from tasks.modules_profile import profile_module, skipped_module, time_module
     from tasks.profiling import analyse, profile_calls
     from tasks.timing import peak_memory_mb, peak_memory_reset, synchronize, time_calls
@@ -232,7 +234,8 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
                                       "same job with cudagraphs=off (same wrapper code)")
         else:
             try:
-                entry = time_module(m, device, measure, real_inputs.inputs.pop(m.path, None))
+                inputs = real_inputs.inputs.pop(m.path, None)
+                entry = on_step_thread(m.role, partial(time_module, m, device, measure, inputs), device)
             except Exception as e:  # noqa: BLE001 - one module's failure is noted, not fatal
                 entry = skipped_module(m, f"module run failed: {_reason(e, cfg)}")
                 entry["status"] = "failed"
@@ -252,7 +255,8 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
     for entry in entries:
         say(f"profile module {entry['label']}")
         try:
-            profile_module(entry, device, measure, job_dir / "traces" / f"{entry['label']}.json.gz")
+            trace = job_dir / "traces" / f"{entry['label']}.json.gz"
+            on_step_thread(entry["role"], partial(profile_module, entry, device, measure, trace), device)
         except Exception as e:  # noqa: BLE001
             entry.update(status="failed", note=f"module profile failed: {_reason(e, cfg)}")
         record["modules"].append(entry)
