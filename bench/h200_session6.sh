@@ -4,6 +4,8 @@
 #     cp -r . /tmp/repo && cd /tmp/repo && S=/tmp/gpu setsid bash bench/h200_session6.sh > /tmp/gpu.log 2>&1 &
 # Steps run one at a time on an otherwise idle machine, most valuable first; $S/bundle.tgz
 # is rebuilt after each (see gpu_session_lib.sh). About 13 minutes, then 3 for step 3.
+# Ran in session 6 (bench/results/h200_session6.md): step 1 refuted the alignment diagnosis
+# below; bench/h200_session6b.sh checked the actual fix.
 . "$(dirname "$0")/gpu_session_lib.sh"
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 machine_info

@@ -3,10 +3,12 @@ whether the copies that a job times its modules on (tasks/capture.copy_input) ke
 
 Why: on the H200 (session 5), mixnet_l's backward module spent 11.8 s in its first three
 calls on copied inputs, against 0.4 s for densenet121's. cuDNN's plan cache keys on each
-operand's address alignment (up to 32 bytes), so a copy at a fresh, aligned address of an
-input that the step passes 16 bytes off a boundary makes every convolution build its plan
-again. This script shows, for a real compile, which inputs that concerns, and that
-copy_input now keeps their alignment where a plain empty_strided copy did not.
+operand's address alignment (up to 32 bytes), and session 5 blamed copies at fresh,
+aligned addresses. This script shows, for a real compile, which inputs start off a
+boundary, and that copy_input keeps their alignment. Session 6 ran it on the GPU (12 of
+618 backward inputs are misaligned, and all kept their alignment), yet the warm-up stayed
+at 12.9 s. The cause was the thread the module ran on (tasks/module_thread.py;
+bench/results/h200_session6.md).
 
     python bench/input_alignment.py                      # mixnet_l, training, batch 1, 224 px, CPU, bf16
     python bench/input_alignment.py --device cuda --batch 128       # the H200 job's settings (fp16)

@@ -133,7 +133,7 @@ def _module_file_of(compiled_graph, sources: dict[str, str]) -> str | None:
     return sources.get(source) if source else None
 
 
-# Copies keep their source's address modulo this many bytes. cuDNN's plan cache keys on
+# Copies keep their source's address modulo this many bytes: cuDNN's plan cache keys on
 # each operand's pointer alignment (ATen's Conv_v8 getAlignment, up to 32 bytes), and the
 # CUDA caching allocator hands out 512-byte-aligned blocks, so 512 covers both.
 ALIGN_BYTES = 512
@@ -147,12 +147,15 @@ def copy_input(t):
     concatenation), which clone() would make contiguous (seen on the H200: mixnet_l's and
     densenet121's backward modules).
 
-    Alignment: such a view starts at an offset into its buffer (mixnet_l's channel splits
-    start 16 bytes off a 32-byte boundary), and a copy at a fresh, aligned address misses
-    cuDNN's plan cache, so the module's first calls rebuild a plan for every convolution:
-    11.8 s of mixnet_l's backward warm-up on the H200 (session 5), against 0.4 s for
-    densenet121, whose views happen to stay aligned. The copy costs at most
-    ALIGN_BYTES more than the view."""
+    Alignment: such a view starts at an offset into its buffer (on the H200, 12 of
+    mixnet_l's 618 backward inputs start off a 32-byte boundary, for example 16 bytes
+    after a 40-channel split), and cuDNN's plan cache keys on each operand's alignment. A
+    copy at a fresh, aligned address would have the module build plans the step never
+    needed. (Session 5 blamed mixnet_l's 11.8 s backward warm-up on this; session 6
+    measured 12.9 s with alignment kept, and the cause was the thread: see
+    tasks/module_thread.py. With both, the warm-up took 0.14 s; the alignment's own share
+    of that was not measured apart.) The copy costs at most ALIGN_BYTES more than the
+    view."""
     import torch
 
     if not isinstance(t, torch.Tensor):
