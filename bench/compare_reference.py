@@ -29,6 +29,12 @@ def _fmt(x: float) -> str:
     return f"{x:.2f}"
 
 
+def _launch(values: list) -> str:
+    """Launch-probe readings (tasks/timing.launch_probe_us), '–' where none was taken
+    (runs and records from before the probe)."""
+    return ", ".join("–" if v is None else _fmt(v) for v in values)
+
+
 def compare_group(dirs: list[Path]) -> tuple[list[str], list[dict]]:
     main = read_record(dirs[0])
     repeats = [read_record(d) for d in dirs[1:]]
@@ -45,14 +51,13 @@ def compare_group(dirs: list[Path]) -> tuple[list[str], list[dict]]:
         if not runs or not m.get("breakdown"):
             continue
         c = compare(m["breakdown"], runs)
-        ours_busy = [m["breakdown"]["busy_pct_reference_style"]] + [
-            r2["breakdown"]["busy_pct_reference_style"] for rec in repeats for r2 in rec["modules"]
-            if r2["label"] == m["label"] and r2.get("breakdown")]
-        ours_wall = [m["wall_ms"]["median"]] + [r2["wall_ms"]["median"] for rec in repeats for r2 in rec["modules"]
-                                                 if r2["label"] == m["label"] and r2.get("wall_ms")]
-        ours_union = [m["breakdown"]["busy_pct"]] + [
-            r2["breakdown"]["busy_pct"] for rec in repeats for r2 in rec["modules"]
-            if r2["label"] == m["label"] and r2.get("breakdown")]
+        same = [m] + [r2 for rec in repeats for r2 in rec["modules"] if r2["label"] == m["label"]]
+        ours_busy = [x["breakdown"]["busy_pct_reference_style"] for x in same if x.get("breakdown")]
+        ours_wall = [x["wall_ms"]["median"] for x in same if x.get("wall_ms")]
+        ours_union = [x["breakdown"]["busy_pct"] for x in same if x.get("breakdown")]
+        # the host's launch speed: after each -p run, and over each job's rounds
+        ref_launch = [r.launch_us for r in runs]
+        ours_launch = [(x.get("launch_us") or {}).get("median") for x in same]
         share_cells = " ".join(
             f"{SHORT[k]} {_fmt(v['sweeper'])}/{_fmt(v['reference'])} ({v['diff_pp']:+.2f})"
             for k, v in c["shares"].items() if v["sweeper"] or v["reference"])
@@ -63,10 +68,12 @@ def compare_group(dirs: list[Path]) -> tuple[list[str], list[dict]]:
             f"{', '.join(_fmt(w) for w in c['reference_wall_ms'])} | "
             f"{', '.join(_fmt(w) for w in ours_wall)} (in-run spread {m['wall_ms']['range_pct']:.1f}%"
             f"{'; pipelined ' + _fmt(m['wall_ms_pipelined']['median']) if m.get('wall_ms_pipelined') else ''}) | "
-            f"{', '.join(_fmt(u) for u in ours_union)} | {'yes' if c['ok'] else 'NO'} |")
+            f"{', '.join(_fmt(u) for u in ours_union)} | {_launch(ref_launch)} | {_launch(ours_launch)} | "
+            f"{'yes' if c['ok'] else 'NO'} |")
         results.append({"job": str(dirs[0]), "module": m["label"], "comparison": c,
                         "sweeper_busy_ref_style_repeats": ours_busy, "sweeper_wall_ms_repeats": ours_wall,
-                        "sweeper_busy_union_repeats": ours_union})
+                        "sweeper_busy_union_repeats": ours_union, "reference_launch_us": ref_launch,
+                        "sweeper_launch_us_repeats": ours_launch})
     return lines, results
 
 
@@ -76,8 +83,9 @@ def main(argv: list[str]) -> int:
         return 2
     print("| job | module | share of device time, sweeper/reference (diff, pp) | reference busy % (its runs) "
           "| sweeper busy % ref-style (repeats) | reference wall ms | sweeper wall ms (repeats) "
-          "| sweeper busy % union | within criteria |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| sweeper busy % union | reference launch µs (after each run) | sweeper launch µs (repeats) "
+          "| within criteria |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     everything = []
     for group in argv:
         if group.startswith("--json="):

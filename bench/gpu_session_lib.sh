@@ -35,13 +35,19 @@ mixnet_check() {
   log "microbench check rc=$?"
 }
 
-# Issue 2: a densenet121 job (batch 16) into $S/<name>/run, with extra overrides. Every
-# such job names its sweep folder "run", so all share one cache folder under /tmp/cache
-# and the later ones hit the first one's FX graph cache: the same kernels, timed again in
-# a fresh process.
+# Issue 2: a job into $S/<name>/run, with extra overrides, no microbenchmarks. Every such
+# job names its sweep folder "run", so all share one cache folder under /tmp/cache and
+# the later ones hit the first one's FX graph cache: the same kernels, timed again in a
+# fresh process.
+cached_job() {
+  local name=$1 model=$2; shift 2
+  python3 -m sweeper hydra/launcher=basic model="$model" measure.microbench=false cache_root=/tmp/cache \
+    "$@" hydra.sweep.dir="$S/$name/run" > "$S/$name.log" 2>&1
+  log "$model job $name rc=$?"
+}
+
+# A densenet121 job (batch 16, its default), as cached_job.
 densenet_job() {
   local name=$1; shift
-  python3 -m sweeper hydra/launcher=basic model=densenet121 measure.microbench=false cache_root=/tmp/cache \
-    "$@" hydra.sweep.dir="$S/$name/run" > "$S/$name.log" 2>&1
-  log "densenet121 job $name rc=$?"
+  cached_job "$name" densenet121 "$@"
 }

@@ -6,12 +6,18 @@ captured, several times each, saving each run's output in <job_dir>/reference/.
 Each run is a fresh process, as by hand; it reads the job's own Inductor and Triton
 caches (so kernels load instead of compiling) and writes its fixed-path trace into a
 private temp folder. Needs the job's GPU. Compare with bench/compare_reference.py.
+
+After each run, this process reads the host's launch speed (tasks/timing.launch_probe_us,
+the probe the job reads before each of its rounds) and appends it to the run's output:
+the harness times its module in the last seconds of its run, so the reading shows what
+speed the host launched at then (session 6: `-p` read 16.6 ms, then 25.7 and 27.0 ms).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -20,7 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sweeper.record import read_record  # noqa: E402
-from sweeper.reference import harness_env  # noqa: E402
+from sweeper.reference import LAUNCH_PROBE_LINE, harness_env  # noqa: E402
+from tasks.timing import launch_probe_us  # noqa: E402
 
 
 def main() -> int:
@@ -34,6 +41,7 @@ def main() -> int:
             print(f"skip {job_dir}: status {record['status']}")
             continue
         out_dir = job_dir / "reference"
+        device = "cuda" if (record.get("environment") or {}).get("gpu") else "cpu"
         out_dir.mkdir(exist_ok=True)
         for m in record["modules"]:
             for i in range(args.runs):
@@ -43,12 +51,14 @@ def main() -> int:
                     proc = subprocess.run([sys.executable, m["source_path"], "-p"], env=env,
                                           capture_output=True, text=True)
                     took = time.time() - t0
+                probe = statistics.median(launch_probe_us(device) for _ in range(5))
                 out = out_dir / f"{m['label']}_run{i}.txt"
                 out.write_text(proc.stdout + "\n--- stderr ---\n" + proc.stderr[-20000:]
-                               + f"\n--- exit {proc.returncode}, {took:.1f} s ---\n")
+                               + f"\n--- exit {proc.returncode}, {took:.1f} s ---\n"
+                               + LAUNCH_PROBE_LINE.format(probe) + "\n")
                 line = [l for l in proc.stdout.splitlines() if l.startswith("Output for tabulate")]
-                print(f"{job_dir.name} {m['label']} run {i}: {took:.1f} s exit {proc.returncode} "
-                      f"{line[-1] if line else '(no tabulate line)'}", flush=True)
+                print(f"{job_dir.name} {m['label']} run {i}: {took:.1f} s exit {proc.returncode}, "
+                      f"launch {probe:.2f} us; {line[-1] if line else '(no tabulate line)'}", flush=True)
     return 0
 
 

@@ -20,6 +20,10 @@ from sweeper.categories import REFERENCE_CATEGORIES
 from sweeper.record import cache_env
 
 _TABULATE_RE = re.compile(r"^Output for tabulate:\s*(.*)$", re.M)
+# bench/run_reference.py appends this to a run's saved output: the host's launch speed
+# (tasks/timing.launch_probe_us) read right after the run, microseconds per launch.
+LAUNCH_PROBE_LINE = "--- launch probe after the run: {:.3f} us ---"
+_PROBE_RE = re.compile(r"^--- launch probe after the run: ([0-9.]+) us ---$", re.M)
 
 
 @dataclass
@@ -27,6 +31,7 @@ class ReferenceRun:
     pct_of_wall: dict[str, float]  # category -> % of wall time
     busy_pct: float
     wall_ms: float
+    launch_us: float | None = None  # None in outputs saved before the probe existed
 
     @property
     def share_of_device_pct(self) -> dict[str, float]:
@@ -35,7 +40,8 @@ class ReferenceRun:
 
 
 def parse_tabulate(output: str) -> ReferenceRun:
-    """The last 'Output for tabulate:' line of a `-p` run's output."""
+    """The last 'Output for tabulate:' line of a `-p` run's output, and the launch probe
+    that bench/run_reference.py appended to it, if any."""
     lines = _TABULATE_RE.findall(output)
     if not lines:
         raise ValueError("no 'Output for tabulate:' line: the -p run did not finish")
@@ -48,6 +54,7 @@ def parse_tabulate(output: str) -> ReferenceRun:
         pct_of_wall=dict(zip(REFERENCE_CATEGORIES, pcts[:-1])),
         busy_pct=pcts[-1],
         wall_ms=float(values[-1][:-2]),
+        launch_us=float(probe[-1]) if (probe := _PROBE_RE.findall(output)) else None,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import statistics
 import time
 from pathlib import Path
 
@@ -43,6 +44,18 @@ def timing_iqr_pct(record: dict) -> float | None:
     return round(max(values), 1) if values else None
 
 
+def launch_us(record: dict) -> float | None:
+    """The host's launch speed while the job measured: the median of its launch-probe
+    readings (tasks/timing.launch_probe_us), before the step's timing and before each
+    module round, in microseconds per launch. Why: two jobs whose launch-bound figures
+    differ may only have run on a host at two speeds (docs/gpu.md, session 6), and this
+    says which. None in records written before the probe existed."""
+    spreads = [(record.get("timings") or {}).get("launch_us")]
+    spreads += [m.get("launch_us") for m in record.get("modules") or []]
+    values = [v for s in spreads if isinstance(s, dict) for v in s.get("values") or []]
+    return round(statistics.median(values), 3) if values else None
+
+
 def headline(record: dict) -> dict:
     """The figures a reader of a sweep wants first, None where the job has none."""
     t = record.get("timings") or {}
@@ -57,6 +70,7 @@ def headline(record: dict) -> dict:
         "busy_pct_reference_style": step.get("busy_pct_reference_style"),
         "host_busy_cores": busy_while_measuring(t),
         "timing_iqr_pct": timing_iqr_pct(record),
+        "launch_us": launch_us(record),
     }
 
 

@@ -44,6 +44,7 @@ JOB_COLUMNS: dict[str, str] = {
     "device_ms": "step: summed kernel time per step, ms",
     "host_busy_cores": "most CPU cores busy with other work on the host while the job measured (tasks/host_load.py)",
     "timing_iqr_pct": "largest interquartile range of the job's timed rounds (step, modules), % of their median",
+    "launch_us": "the host's launch speed while the job measured: median microseconds per launch of a tiny op (tasks/timing.launch_probe_us)",
     "gpu": "GPU name (none on a CPU)",
     "torch": "torch version",
     "duration_s": "the job's own run time, seconds",

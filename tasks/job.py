@@ -117,7 +117,7 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
     from tasks.module_thread import on_step_thread
     from tasks.modules_profile import profile_module, skipped_module, time_module
     from tasks.profiling import analyse, profile_calls
-    from tasks.timing import peak_memory_mb, peak_memory_reset, synchronize, time_calls
+    from tasks.timing import launch_probe_us, peak_memory_mb, peak_memory_reset, synchronize, time_calls
     from tasks.workload import build_workload, resolve_amp_dtype
     from sweeper.breakdown import spread
 
@@ -215,6 +215,7 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
 
     phase("timing")
     peak_memory_reset(device)
+    timings["launch_us"] = spread([launch_probe_us(device) for _ in range(5)])  # the host's launch speed now
     timings["compiled_step_ms"] = spread(time_calls(step, measure["timed_steps"], device))
     timings["peak_memory_mb"] = peak_memory_mb(device)
     if "eager_step_ms" in timings:

@@ -11,7 +11,7 @@ import torch
 from sweeper.breakdown import spread
 from tasks.capture import CapturedModule, loaded_module
 from tasks.profiling import analyse, profile_calls
-from tasks.timing import synchronize, time_calls, time_until_steady
+from tasks.timing import launch_probe_us, synchronize, time_calls, time_until_steady
 
 
 def _entry(m: CapturedModule) -> dict:
@@ -27,6 +27,7 @@ def _entry(m: CapturedModule) -> dict:
         "inputs": None,
         "wall_ms": None,
         "wall_ms_pipelined": None,
+        "launch_us": None,
         "warmup_s": None,
         "seconds": None,
         "breakdown": None,
@@ -71,8 +72,11 @@ def time_module(m: CapturedModule, device: str, measure: dict, inputs: list | No
     # modules agreed within 1% while 15 rounds of both timings cost 20 s of a 115 s compile.
     rounds, per_round = measure["module_rounds"], measure["module_calls_per_round"]
     min_rounds = min(measure.get("module_min_rounds", rounds), rounds)
-    entry["wall_ms"] = spread(time_until_steady(call, device, per_round, min_rounds, rounds,
-                                                measure.get("module_steady_pct", 0.0)))
+    # Each round comes with a reading of the host's launch speed (timing.launch_probe_us),
+    # so that rounds and jobs that read slow can be told apart from a slow module.
+    wall, launch = time_until_steady(call, device, per_round, min_rounds, rounds,
+                                     measure.get("module_steady_pct", 0.0), probe=lambda: launch_probe_us(device))
+    entry["wall_ms"], entry["launch_us"] = spread(wall), spread(launch)
     entry["wall_ms_pipelined"] = spread(time_calls(call, min_rounds, device, per_round))
     # Where time_modules' seconds go (on the H200, mixnet_l's phase took 18 s where its
     # rounds account for about 9 s; session 4)

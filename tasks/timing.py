@@ -60,16 +60,48 @@ def time_calls_synced(fn: Callable[[], object], n: int, device: str, calls_per_s
 
 
 def time_until_steady(fn: Callable[[], object], device: str, calls_per_sample: int, min_samples: int,
-                      max_samples: int, steady_pct: float) -> list[float]:
+                      max_samples: int, steady_pct: float,
+                      probe: Callable[[], float] | None = None) -> tuple[list[float], list[float]]:
     """time_calls_synced() samples, at least `min_samples` and then one more at a time until
     they are steady (sweeper.breakdown.steady) or `max_samples` are taken: a module whose
-    rounds agree stops early, a noisy one gets every round."""
+    rounds agree stops early, a noisy one gets every round. With a `probe` (launch_probe_us),
+    it is read just before each sample. Returns the samples and the probe's readings
+    (empty without a probe), pair by pair."""
     from sweeper.breakdown import steady
 
-    samples = time_calls_synced(fn, min(min_samples, max_samples), device, calls_per_sample)
-    while len(samples) < max_samples and not steady(samples, steady_pct):
+    samples: list[float] = []
+    readings: list[float] = []
+    while len(samples) < max_samples and (len(samples) < min_samples or not steady(samples, steady_pct)):
+        if probe is not None:
+            readings.append(probe())
         samples += time_calls_synced(fn, 1, device, calls_per_sample)
-    return samples
+    return samples, readings
+
+
+# A probe's launches: a few milliseconds of host time, so that one reading per timed round
+# costs little beside the round itself.
+PROBE_LAUNCHES = 500
+
+
+def launch_probe_us(device: str, launches: int = PROBE_LAUNCHES) -> float:
+    """Microseconds per launch of a one-element in-place add, `launches` back to back and
+    one wait at the end: how fast the host launches work at this moment. Why: a
+    launch-bound module's wall time follows the host's launch speed, and on the H200 VM
+    that speed held a level for about a job and changed between jobs a minute apart
+    (docs/gpu.md, session 6). A reading beside each timed round tells a slow host from a
+    slow module. The op's own device time (a few microseconds on a GPU) stays below its
+    launch cost, so the reading is the host's; on a CPU it is the cost of dispatching the
+    op."""
+    import torch
+
+    x = torch.zeros(1, device=device)
+    with paused():
+        synchronize(device)
+        t0 = time.perf_counter()
+        for _ in range(launches):
+            x.add_(1.0)
+        synchronize(device)
+        return (time.perf_counter() - t0) * 1e6 / launches
 
 
 def peak_memory_reset(device: str) -> None:

@@ -75,8 +75,27 @@ def test_module_timing_stops_early_only_when_rounds_agree():
 
     from tasks.timing import time_until_steady
 
-    calm = time_until_steady(lambda: time.sleep(0.002), "cpu", 2, min_samples=3, max_samples=12, steady_pct=50.0)
-    assert len(calm) == 3  # sleep(2 ms) rounds agree within 50%: no round beyond the minimum
+    calm, no_probe = time_until_steady(lambda: time.sleep(0.002), "cpu", 2, min_samples=3, max_samples=12,
+                                       steady_pct=50.0)
+    assert len(calm) == 3 and no_probe == []  # sleep(2 ms) rounds agree within 50%: no round beyond the minimum
     delays = iter([0.001, 0.001, 0.008, 0.008] * 10)
-    noisy = time_until_steady(lambda: time.sleep(next(delays)), "cpu", 1, min_samples=3, max_samples=8, steady_pct=2.0)
+    noisy, _ = time_until_steady(lambda: time.sleep(next(delays)), "cpu", 1, min_samples=3, max_samples=8,
+                                 steady_pct=2.0)
     assert len(noisy) == 8  # 1 ms against 8 ms rounds never settle: every round is taken
+
+
+def test_each_timed_round_comes_with_a_launch_probe_reading_taken_just_before_it():
+    from tasks.timing import launch_probe_us, time_until_steady
+
+    order = []
+
+    def probe():
+        order.append("probe")
+        return launch_probe_us("cpu")
+
+    samples, readings = time_until_steady(lambda: order.append("call"), "cpu", 2, min_samples=4, max_samples=4,
+                                          steady_pct=0.0, probe=probe)
+    assert len(samples) == len(readings) == 4
+    assert order == ["probe", "call", "call"] * 4  # one reading, then that round's 2 calls
+    # A real reading of the CPU's dispatch of a tiny op: microseconds, not zero or seconds.
+    assert all(0.05 < r < 10_000 for r in readings)

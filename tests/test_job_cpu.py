@@ -3,6 +3,7 @@ small timm model -> captured modules -> profiles -> result.json."""
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from sweeper.record import read_record
+from sweeper.summary import launch_us
 from sweeper.trace import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,6 +46,11 @@ def test_training_job_record(training_job):
     assert rec["environment"]["torch"] and rec["environment"]["timm"]
     t = rec["timings"]
     assert t["compile_s"] > 0 and t["compiled_step_ms"]["median"] > 0 and t["speedup"] > 0
+    # the host's launch speed before the step's timing; the job's figure is the median of
+    # every reading, the modules' rounds included
+    assert t["launch_us"]["n"] == 5 and t["launch_us"]["min"] > 0
+    readings = t["launch_us"]["values"] + [v for m in rec["modules"] for v in (m.get("launch_us") or {}).get("values", [])]
+    assert len(readings) > 5 and launch_us(rec) == pytest.approx(statistics.median(readings), abs=1e-3)
     assert set(t["phase_s"]) >= {"compile", "profile_step", "profile_modules"}
     # the garbage collector's work, by phase: the compile allocates enough to trigger some
     assert t["gc"]["compile"]["collections"] > 0
@@ -85,6 +92,8 @@ def test_training_job_captures_forward_and_backward(training_job):
         assert b["categories"]["library_mm_conv"]["device_ms"] > 0
         assert 0 < b["busy_pct"] <= 100
         assert m["wall_ms"]["n"] == 3
+        # one reading of the host's launch speed before each timed round
+        assert m["launch_us"]["n"] == m["wall_ms"]["n"] and m["launch_us"]["min"] > 0
         # the module's seconds cover its warm-up and its timed rounds
         rounds_s = (m["wall_ms"]["median"] * 3 * 2 + m["wall_ms_pipelined"]["median"] * 3 * 2) / 1000
         assert 0 < m["warmup_s"] < m["seconds"] and m["seconds"] >= 0.5 * rounds_s

@@ -1,6 +1,6 @@
 import pytest
 
-from sweeper.reference import compare, parse_tabulate
+from sweeper.reference import LAUNCH_PROBE_LINE, compare, parse_tabulate
 
 from conftest import read_text
 
@@ -12,6 +12,14 @@ def test_parse_real_p_output(h200):
     assert run.busy_pct == pytest.approx(59.60)
     assert run.wall_ms == pytest.approx(24.645)
     assert sum(run.share_of_device_pct.values()) == pytest.approx(100)
+    assert run.launch_us is None  # saved before bench/run_reference.py appended its probe
+
+
+def test_parse_reads_the_launch_probe_appended_after_the_run(h200):
+    saved = read_text(h200 / "mixnet_l_forward_reference_p.txt.gz")
+    saved += "\n--- exit 0, 75.1 s ---\n" + LAUNCH_PROBE_LINE.format(5.4321) + "\n"
+    run = parse_tabulate(saved)
+    assert run.launch_us == pytest.approx(5.432) and run.wall_ms == pytest.approx(24.645)
 
 
 def test_parse_rejects_unfinished_output():
