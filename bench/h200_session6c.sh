@@ -5,7 +5,8 @@
 # Issue 2: does the launch probe (tasks/timing.launch_probe_us, read before each timed
 # round) follow a launch-bound module's wall time, round by round and job by job?
 # resnet18 training at batch 32 (the issue's example of a noisy `-p`), three jobs on one
-# compile. (About 3 minutes.)
+# compile. (About 2 minutes.) Session 6 then ran jobs D-G in a follow-up call on the warm
+# machine (bench/results/h200_session6.md).
 . "$(dirname "$0")/gpu_session_lib.sh"
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 machine_info
