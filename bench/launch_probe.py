@@ -30,7 +30,8 @@ def _load(arg: str) -> tuple[str, dict]:
     """(a short name, the record) from a job folder or a saved NAME.result.json.gz."""
     path = Path(arg)
     if path.name.endswith(".json.gz"):
-        record = json.loads(gzip.open(path).read())
+        with gzip.open(path) as f:
+            record = json.loads(f.read())
         check_record(record, source=str(path))
         return path.name.split(".")[0], record
     return arg, read_record(path)

@@ -22,12 +22,12 @@ class _RunInBackward(torch.autograd.Function):
     the engine runs backward work for the tensor's device."""
 
     @staticmethod
-    def forward(ctx, x, box):  # noqa: D102
+    def forward(ctx, x, box):
         ctx.box = box
         return x.clone()
 
     @staticmethod
-    def backward(ctx, grad):  # noqa: D102
+    def backward(ctx, grad):
         box = ctx.box
         try:
             box["result"] = box["fn"]()
