@@ -105,6 +105,29 @@ def unsteady_timing_notes(jobs) -> list[str]:
         "running (docs/gpu.md). Compare such figures only within one run, or repeat the job")
 
 
+# A job whose launch probe read this far from the sweep's median measured on a host at
+# another launch speed: on the H200 in session 6 the probe read about 10.2 us a launch with
+# stretches at about 7.4, and resnet18's modules ran about 30% faster in those.
+LAUNCH_OFF_PCT = 15.0
+
+
+def launch_speed_notes(jobs) -> list[str]:
+    """A note naming the jobs whose host launched at another speed than the sweep's median
+    (summary.launch_us); needs two jobs with a reading."""
+    if "launch_us" not in jobs or jobs["launch_us"].notna().sum() < 2:
+        return []
+    median = jobs["launch_us"].median()
+    off = jobs[((jobs["launch_us"] / median - 1).abs() * 100).fillna(0) >= LAUNCH_OFF_PCT]
+    if off.empty:
+        return []
+    named = ", ".join(f"#{job} ({us:.2f} µs, {'faster' if us < median else 'slower'})"
+                      for job, us in zip(off["job"], off["launch_us"]))
+    return [f"these jobs measured while the host launched work at another speed than in the rest of "
+            f"the sweep (median {median:.2f} µs a launch; the 'launch µs' column gives each job's): "
+            f"{named}. Launch-bound figures (small-batch step and module times, busy percentages) "
+            f"follow that speed: on a faster host they read faster and busier (docs/method.md)"]
+
+
 def aggregate(sweep_dir: Path) -> Path:
     """Write tables/, figures/ and report.html into the sweep folder; returns the report."""
     sweep_dir = Path(sweep_dir).resolve()
@@ -118,7 +141,7 @@ def aggregate(sweep_dir: Path) -> Path:
         df.to_parquet(tdir / f"{name}.parquet", index=False)
         df.to_csv(tdir / f"{name}.csv", index=False)
     figs = fg.all_figures(jobs, cats, bench, sweep_dir / FIGURES_DIR)
-    notes = notes + busy_host_notes(jobs) + unsteady_timing_notes(jobs)
+    notes = notes + busy_host_notes(jobs) + unsteady_timing_notes(jobs) + launch_speed_notes(jobs)
     page = report.render(sweep_dir, summary, records, jobs, kernels, figs, notes)
     path = sweep_dir / REPORT_FILE
     atomic_write_text(path, page)
