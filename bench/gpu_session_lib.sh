@@ -51,3 +51,16 @@ densenet_job() {
   local name=$1; shift
   cached_job "$name" densenet121 "$@"
 }
+
+# Issue 2's literal procedure: densenet121 job A, `-p` three times on each module it
+# captured (run_reference.py), jobs B and C on A's compile (sweeper's spread over as many
+# repeats as the harness's runs), then the comparison ($S/compare.md). About 13 minutes.
+densenet_vs_reference() {
+  densenet_job denA
+  python3 bench/run_reference.py --runs 3 "$S/denA/run/0" > "$S/denA_reference.log" 2>&1
+  log "reference runs rc=$?"
+  densenet_job denB
+  densenet_job denC
+  python3 bench/compare_reference.py "$S/denA/run/0,$S/denB/run/0,$S/denC/run/0" > "$S/compare.md" 2>&1
+  log "compare rc=$?"
+}

@@ -5,7 +5,8 @@
 # Steps run one at a time on an otherwise idle machine, most valuable first; $S/bundle.tgz
 # is rebuilt after each (see gpu_session_lib.sh). About 13 minutes, then 3 for step 3.
 # Ran in session 6 (bench/results/h200_session6.md): step 1 refuted the alignment diagnosis
-# below; bench/h200_session6b.sh checked the actual fix.
+# below; bench/h200_session6b.sh checked the actual fix. It ran at commit e7e1375 with
+# step 2 spelled out; the steps are now gpu_session_lib.sh's densenet_vs_reference.
 . "$(dirname "$0")/gpu_session_lib.sh"
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 machine_info
@@ -20,13 +21,8 @@ mixnet_check; bundle
 # 2. Issue 2, the literal procedure: densenet121 job A, `-p` three times on each module it
 #    captured, jobs B and C on A's compile (sweeper's spread over three repeats, as many
 #    as the reference's runs), then the comparison. (About 9 min.)
-densenet_job denA
-python3 bench/run_reference.py --runs 3 "$S/denA/run/0" > "$S/denA_reference.log" 2>&1
-log "reference runs rc=$?"
-densenet_job denB
-densenet_job denC
-python3 bench/compare_reference.py "$S/denA/run/0,$S/denB/run/0,$S/denC/run/0" > "$S/compare.md" 2>&1
-log "compare rc=$?"; bundle
+densenet_vs_reference
+bundle
 
 # 3. If time is left: which of mixnet_l's module inputs start off a 32-byte boundary on
 #    the GPU (fp16, batch 128), the premise of step 1's fix; seen on the CPU in bfloat16

@@ -12,13 +12,7 @@
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 machine_info
 log start
-densenet_job denA
-python3 bench/run_reference.py --runs 3 "$S/denA/run/0" > "$S/denA_reference.log" 2>&1
-log "reference runs rc=$?"
-densenet_job denB
-densenet_job denC
-python3 bench/compare_reference.py "$S/denA/run/0,$S/denB/run/0,$S/denC/run/0" > "$S/compare.md" 2>&1
-log "compare rc=$?"
+densenet_vs_reference
 python3 bench/launch_probe.py "$S/denA/run/0" "$S/denB/run/0" "$S/denC/run/0" > "$S/launch_probe.md" 2>&1
 log "launch probe rc=$?"; bundle
 log ALLDONE
