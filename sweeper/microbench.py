@@ -77,6 +77,17 @@ def headroom_pct(chosen_ms: float | None, best_ms: float | None) -> float | None
     return (chosen_ms - best_ms) / chosen_ms * 100
 
 
+def headroom_estimate_s(spent_s: float, configs_timed: int, next_configs: int | None) -> float:
+    """Seconds the next kernel's headroom timing will likely take: the seconds per config
+    timed so far, times its candidate configs plus the chosen one. 0 before any (nothing to
+    go by). Why: the pass used to check its budget only before each kernel, and on the
+    H200 it overran by the last kernel's timing (mixnet_l: 12.7 s against 10.9 s, a kernel
+    of 7 candidate configs taking over a second; bench/results/h200_session6.md)."""
+    if configs_timed <= 0 or not next_configs:
+        return 0.0
+    return spent_s / configs_timed * (next_configs + 1)
+
+
 def cpu_kernel_rows(record: dict) -> list[dict]:
     """On a CPU: the C++ kernels' times from the profiled step, costliest first. There is
     no standalone benchmark: kernel files with a benchmark harness are a GPU feature."""

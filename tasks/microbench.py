@@ -150,8 +150,8 @@ def run(table: dict, kernels_by_name: dict, budget_s: float | None = None) -> di
         "config against the best candidate config, each launcher timed alone, costliest kernels first "
         "within the budget"))
 
-    def over() -> bool:
-        return budget_s is not None and time.time() - t0 > budget_s
+    def over(next_s: float = 0.0) -> bool:
+        return budget_s is not None and time.time() - t0 + next_s > budget_s
 
     todo = []
     for row in table["rows"]:
@@ -167,16 +167,21 @@ def run(table: dict, kernels_by_name: dict, budget_s: float | None = None) -> di
             except Exception as e:  # noqa: BLE001 - one kernel's failure is noted, not fatal
                 row["error"] = _error(e)
     t_alone = time.time()
+    spent, configs_timed = 0.0, 0  # what the headroom timings so far cost, to predict the next
     for row, kernel in todo:
         if row.get("candidate_configs") == 1 and row.get("chosen_is_candidate"):
             row.update(configs_tried=1, headroom_pct=0.0, headroom_method="one candidate config: nothing to choose")
-        elif over():
+        elif over(mb.headroom_estimate_s(spent, configs_timed, row.get("candidate_configs"))):
+            # a later kernel with fewer configs may still fit
             row["headroom_method"] = f"not measured: past the microbenchmark budget ({budget_s:.0f} s)"
         else:
+            started = time.time()
             try:
                 headroom(row, kernel)
             except Exception as e:  # noqa: BLE001
                 row["headroom_method"] = f"not measured: {_error(e)}"
+            spent += time.time() - started
+            configs_timed += (row.get("configs_tried") or 0) + 1
     torch.cuda.empty_cache()
     table["seconds"] = round(time.time() - t0, 3)
     # where the phase's seconds went, to see which pass to make cheaper

@@ -54,6 +54,15 @@ def test_bandwidth_and_headroom_arithmetic():
     assert mb.headroom_pct(chosen_ms=None, best_ms=0.015) is None
 
 
+def test_headroom_estimate_scales_the_seconds_per_config_so_far():
+    assert mb.headroom_estimate_s(0.0, 0, 7) == 0.0  # nothing timed yet: nothing to go by
+    assert mb.headroom_estimate_s(3.0, 12, None) == 0.0  # a row without a config count
+    # 3 s for 12 configs so far (chosen ones included): a kernel of 7 candidates and its
+    # chosen config, 8 timings, at 0.25 s each
+    assert mb.headroom_estimate_s(3.0, 12, 7) == pytest.approx(2.0)
+    assert mb.headroom_estimate_s(3.0, 12, 2) < mb.headroom_estimate_s(3.0, 12, 7)
+
+
 def test_cpu_rows_say_there_is_no_standalone_benchmark():
     rec = {"step": {"kernels": [
         {"name": "graph_0_cpp_fused_add_0", "category": "cpp_kernel", "device_ms": 3.0, "count": 1},
