@@ -65,13 +65,14 @@ def load_sweep(sweep_dir: Path) -> tuple[dict, dict[int, dict], list[str]]:
 
 def _note_naming(jobs, column: str, threshold: float, describe, text: str) -> list[str]:
     """[text with {named}: '#1 (...), #4 (...)', the jobs whose `column` reaches
-    `threshold`, each with describe(value)], or [] when there are none (or no column)."""
+    `threshold`, each with describe(its row)], or [] when there are none (or no column)."""
     if column not in jobs:
         return []
     hit = jobs[jobs[column].fillna(0) >= threshold]
     if hit.empty:
         return []
-    named = ", ".join(f"#{job} ({describe(value)})" for job, value in zip(hit["job"], hit[column]))
+    # the job number from its own column: a row of an all-number frame holds it as a float
+    named = ", ".join(f"#{job} ({describe(row)})" for job, (_, row) in zip(hit["job"], hit.iterrows()))
     return [text.format(named=named)]
 
 
@@ -83,7 +84,7 @@ BUSY_HOST_CORES = 1.0
 def busy_host_notes(jobs) -> list[str]:
     """A note naming the jobs whose timings ran while other work kept the host busy."""
     return _note_naming(
-        jobs, "host_busy_cores", BUSY_HOST_CORES, lambda v: f"{v:.1f} cores",
+        jobs, "host_busy_cores", BUSY_HOST_CORES, lambda r: f"{r['host_busy_cores']:.1f} cores",
         "other work kept the host's CPUs busy while these jobs measured: {named}. Their "
         "launch-bound figures (step and module times of small kernels, busy percentages) "
         "can read slower than on an idle host; the 'other cores busy' column gives each job's figure")
@@ -99,7 +100,7 @@ UNSTEADY_TIMING_PCT = 15.0
 def unsteady_timing_notes(jobs) -> list[str]:
     """A note naming the jobs whose timed rounds varied, whatever the cause."""
     return _note_naming(
-        jobs, "timing_iqr_pct", UNSTEADY_TIMING_PCT, lambda v: f"IQR {v:.0f}% of the median",
+        jobs, "timing_iqr_pct", UNSTEADY_TIMING_PCT, lambda r: f"IQR {r['timing_iqr_pct']:.0f}% of the median",
         "the timed rounds of these jobs varied: {named}. Their step times and busy percentages "
         "can differ by as much in a repeat; the host's launch speed can drift with no other work "
         "running (docs/gpu.md). Compare such figures only within one run, or repeat the job")
@@ -117,15 +118,14 @@ def launch_speed_notes(jobs) -> list[str]:
     if "launch_us" not in jobs or jobs["launch_us"].notna().sum() < 2:
         return []
     median = jobs["launch_us"].median()
-    off = jobs[((jobs["launch_us"] / median - 1).abs() * 100).fillna(0) >= LAUNCH_OFF_PCT]
-    if off.empty:
-        return []
-    named = ", ".join(f"#{job} ({us:.2f} µs, {'faster' if us < median else 'slower'})"
-                      for job, us in zip(off["job"], off["launch_us"]))
-    return [f"these jobs measured while the host launched work at another speed than in the rest of "
-            f"the sweep (median {median:.2f} µs a launch; the 'launch µs' column gives each job's): "
-            f"{named}. Launch-bound figures (small-batch step and module times, busy percentages) "
-            f"follow that speed: on a faster host they read faster and busier (docs/method.md)"]
+    return _note_naming(
+        jobs.assign(launch_off_pct=(jobs["launch_us"] / median - 1).abs() * 100), "launch_off_pct",
+        LAUNCH_OFF_PCT,
+        lambda r: f"{r['launch_us']:.2f} µs, {'faster' if r['launch_us'] < median else 'slower'}",
+        "these jobs measured while the host launched work at another speed than in the rest of "
+        f"the sweep (median {median:.2f} µs a launch; the 'launch µs' column gives each job's): "
+        "{named}. Launch-bound figures (small-batch step and module times, busy percentages) "
+        "follow that speed: on a faster host they read faster and busier (docs/method.md)")
 
 
 def aggregate(sweep_dir: Path) -> Path:

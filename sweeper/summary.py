@@ -30,6 +30,14 @@ def busy_while_measuring(timings: dict) -> float | None:
     return max(values) if values else None
 
 
+def _spreads(record: dict, timings_key: str, module_key: str) -> list[dict]:
+    """The spread objects (breakdown.spread) a job recorded under timings[timings_key] and
+    under each module's module_key, those that are there."""
+    found = [(record.get("timings") or {}).get(timings_key)]
+    found += [m.get(module_key) for m in record.get("modules") or []]
+    return [s for s in found if isinstance(s, dict)]
+
+
 def timing_iqr_pct(record: dict) -> float | None:
     """How much the job's timed rounds varied: the largest interquartile range, as a
     percentage of the median, over the compiled step's timing and each module's wall time.
@@ -37,10 +45,8 @@ def timing_iqr_pct(record: dict) -> float | None:
     else runs (docs/gpu.md, session 5: densenet121's module rounds ranged 17 to 30 ms a call
     with no other busy core), so host_busy_cores alone cannot flag them. None where no
     timing was recorded."""
-    spreads = [(record.get("timings") or {}).get("compiled_step_ms")]
-    spreads += [m.get("wall_ms") for m in record.get("modules") or []]
-    values = [100 * s["iqr"] / s["median"] for s in spreads
-              if isinstance(s, dict) and s.get("iqr") is not None and s.get("median")]
+    values = [100 * s["iqr"] / s["median"] for s in _spreads(record, "compiled_step_ms", "wall_ms")
+              if s.get("iqr") is not None and s.get("median")]
     return round(max(values), 1) if values else None
 
 
@@ -50,9 +56,7 @@ def launch_us(record: dict) -> float | None:
     module round, in microseconds per launch. Why: two jobs whose launch-bound figures
     differ may only have run on a host at two speeds (docs/gpu.md, session 6), and this
     says which. None in records written before the probe existed."""
-    spreads = [(record.get("timings") or {}).get("launch_us")]
-    spreads += [m.get("launch_us") for m in record.get("modules") or []]
-    values = [v for s in spreads if isinstance(s, dict) for v in s.get("values") or []]
+    values = [v for s in _spreads(record, "launch_us", "launch_us") for v in s.get("values") or []]
     return round(statistics.median(values), 3) if values else None
 
 
