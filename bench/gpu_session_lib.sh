@@ -25,6 +25,14 @@ machine_info() {
   lscpu > "$S/lscpu.txt" 2>&1
 }
 
+# The GPU's SM and memory clocks, power and P-state every 200 ms into $S/clocks.csv, in
+# the background until the machine goes: a launch-bound figure could follow the clocks
+# the driver picks for a lightly loaded GPU (idle: 345 MHz).
+clock_log() {
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,pstate,utilization.gpu \
+    --format=csv -lms 200 > "$S/clocks.csv" 2>&1 &
+}
+
 # Steps more than one session runs. Issue 3: a mixnet_l job (training, fp16, batch 128),
 # then its three costliest kernels against `python <kernel>.py` and the phase seconds
 # against the 25% target (microbench_check.md).

@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
-# The next H200 session's runs (issue 2), on a one-GPU H200 machine, from a copy of the
-# repo after the set-up in docs/gpu.md, in the background:
+# Session 7's first H200 call, on a one-GPU H200 machine, from a copy of the repo after
+# the set-up in docs/gpu.md, in the background:
 #     cp -r . /tmp/repo && cd /tmp/repo && S=/tmp/gpu setsid bash bench/h200_session7.sh > /tmp/gpu.log 2>&1 &
-# Issue 2's literal procedure again, now with the launch probe on both sides: sweeper
-# reads it before each module round, and run_reference.py after each `-p` run
-# (tasks/timing.launch_probe_us). Session 6 left open whether the probe explains the gaps
-# between sweeper and `-p` (bench/results/h200_session6.md). compare.md shows both
-# probes beside the busy figures; launch_probe.md pairs sweeper's rounds with their
-# readings. About 14 minutes. Then, issue 3's mixnet_l check again (about 5 minutes):
-# the headroom pass now predicts each kernel's timing and skips one that would pass the
-# budget, so microbench_check.md's microbench phase should stay within its budget_s.
+# 1. Does the launch speed follow the CPU core, or the GPU's clocks? bench/core_probe.py
+#    pins the probe to each core in turn, then watches it unpinned with the core it ran on
+#    and the host's stolen time; nvidia-smi logs the SM clock every 200 ms all along
+#    (clocks.csv). Run at the start and again at the end.
+# 2. Issue 3's mixnet_l check (about 5 minutes): the headroom pass now predicts each
+#    kernel's timing and skips one that would pass the budget, so microbench_check.md's
+#    microbench phase should stay within its budget_s.
 . "$(dirname "$0")/gpu_session_lib.sh"
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 machine_info
+clock_log
 log start
-densenet_vs_reference
-python3 bench/launch_probe.py "$S/denA/run/0" "$S/denB/run/0" "$S/denC/run/0" > "$S/launch_probe.md" 2>&1
-log "launch probe rc=$?"; bundle
+python3 bench/core_probe.py --seconds 40 > "$S/core_probe_1.md" 2>&1
+log "core probe 1 rc=$?"; bundle
 mixnet_check; bundle
+python3 bench/core_probe.py --seconds 30 > "$S/core_probe_2.md" 2>&1
+log "core probe 2 rc=$?"; bundle
 log ALLDONE
