@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from sweeper.breakdown import wall_figure  # noqa: E402
 from sweeper.record import read_record  # noqa: E402
 from sweeper.reference import compare, parse_tabulate  # noqa: E402
 
@@ -53,7 +54,7 @@ def compare_group(dirs: list[Path]) -> tuple[list[str], list[dict]]:
         c = compare(m["breakdown"], runs)
         same = [m] + [r2 for rec in repeats for r2 in rec["modules"] if r2["label"] == m["label"]]
         ours_busy = [x["breakdown"]["busy_pct_reference_style"] for x in same if x.get("breakdown")]
-        ours_wall = [x["wall_ms"]["median"] for x in same if x.get("wall_ms")]
+        ours_wall = [wall_figure(x["wall_ms"]) for x in same if x.get("wall_ms")]
         ours_union = [x["breakdown"]["busy_pct"] for x in same if x.get("breakdown")]
         # the host's launch speed: after each -p run, and over each job's rounds
         ref_launch = [r.launch_us for r in runs]

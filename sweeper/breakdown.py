@@ -29,8 +29,10 @@ def spread(values: Sequence[float]) -> dict:
         q1, _, q3 = statistics.quantiles(vals, n=4)
     else:
         q1, q3 = vals[0], vals[-1]
+    k = len(vals) // 10  # a tenth off each end: a stalled round moves the mean no more than the median
     return {
         "median": med,
+        "trimmed_mean": statistics.fmean(vals[k:len(vals) - k]),
         "min": vals[0],
         "max": vals[-1],
         "iqr": q3 - q1,
@@ -42,11 +44,14 @@ def spread(values: Sequence[float]) -> dict:
     }
 
 
-def steady(values: Sequence[float], pct: float) -> bool:
-    """Whether repeated measurements have settled: their interquartile range within `pct`
-    percent of their median (spread() above). A module whose rounds agree needs no more."""
-    s = spread(values)
-    return s["median"] > 0 and s["iqr"] / s["median"] * 100 <= pct
+def wall_figure(wall_ms: dict) -> float:
+    """The one wall time a module's percentages divide by: the trimmed mean of its rounds.
+    Why not the median: on the H200 VM the host's launch speed switches between two
+    levels every few seconds, so a launch-bound module's rounds fall in two groups, and
+    their median jumps from one group to the other as the mix passes one half, where the
+    mean moves with the mix (bench/results/h200_session7.md). Records written before
+    the trimmed mean existed (schema 1.x) give their median."""
+    return wall_ms.get("trimmed_mean", wall_ms["median"])
 
 
 def profiled_span(

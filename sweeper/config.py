@@ -39,9 +39,13 @@ class MeasureConfig:
     warmup_steps: int = 5  # after the compiling call; CUDA graphs record in the first ones
     timed_steps: int = 20  # eager and compiled step time: median of these
     profile_steps: int = 5  # steps of the real compiled step under the profiler
-    module_rounds: int = 15  # module wall time: at most this many rounds, median and spread over them
-    module_min_rounds: int = 5  # at least this many; then more only until the rounds are steady:
-    module_steady_pct: float = 2.0  # their interquartile range within this % of their median
+    # Module wall time: rounds of every module in turn (tasks/timing.rounds_in_turn), at
+    # least module_min_rounds each and then more until module_span_s seconds have passed,
+    # at most module_rounds each; their trimmed mean and spread. The span lets the rounds
+    # sample a host whose launch speed switches every few seconds (docs/method.md).
+    module_rounds: int = 100
+    module_min_rounds: int = 5
+    module_span_s: float = 8.0
     module_calls_per_round: int = 10
     module_profile_calls: int = 10  # calls of a compiled module under the profiler
     # Python's automatic garbage collection off inside timed and profiled loops, as timeit

@@ -98,6 +98,24 @@ def run(spec: dict, job_dir: Path) -> dict:
     return record
 
 
+def _on_module_thread(role: str, fn, device: str, entry: dict, cfg: dict, what: str = "module run") -> dict:
+    """fn() on the thread where the step runs modules of `role` (tasks/module_thread.py);
+    if it raises, `entry` is marked failed with the reason and returned instead: one
+    module's failure is noted, not fatal to the job."""
+    from tasks.module_thread import on_step_thread
+
+    try:
+        return on_step_thread(role, fn, device)
+    except Exception as e:  # noqa: BLE001
+        return _module_failed(entry, what, e, cfg)
+
+
+def _module_failed(entry: dict, what: str, e: Exception, cfg: dict) -> dict:
+    entry.pop("_call", None)
+    entry.update(status="failed", note=f"{what} failed: {_reason(e, cfg)}")
+    return entry
+
+
 def _reason(e: Exception, cfg: dict) -> str:
     import torch
 
@@ -115,9 +133,9 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
     from tasks import environment
     from tasks.capture import InputCapture, ModuleCapture, copy_modules
     from tasks.module_thread import on_step_thread
-    from tasks.modules_profile import profile_module, skipped_module, time_module
+    from tasks.modules_profile import finish_timing, prepare_module, profile_module, skipped_module, timing_round
     from tasks.profiling import analyse, profile_calls
-    from tasks.timing import launch_probe_us, peak_memory_mb, peak_memory_reset, synchronize, time_calls
+    from tasks.timing import launch_probe_us, peak_memory_mb, peak_memory_reset, rounds_in_turn, synchronize, time_calls
     from tasks.workload import build_workload, resolve_amp_dtype
     from sweeper.breakdown import spread
 
@@ -225,7 +243,6 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
     record["artifacts"]["modules"] = copy_modules(capture.modules, job_dir / "modules")
     entries = []
     for m in capture.modules:
-        say(f"time module {m.label()}")
         if cfg["cudagraphs"]:
             # Under CUDA graphs the wrapper's own call() records a new graph for inputs
             # at new addresses: on an H200 a resnet18 forward took 2 s a call that way.
@@ -234,14 +251,24 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
             entry = skipped_module(m, "module view not taken under cudagraphs=on: see the "
                                       "same job with cudagraphs=off (same wrapper code)")
         else:
-            try:
-                inputs = real_inputs.inputs.pop(m.path, None)
-                entry = on_step_thread(m.role, partial(time_module, m, device, measure, inputs), device)
-            except Exception as e:  # noqa: BLE001 - one module's failure is noted, not fatal
-                entry = skipped_module(m, f"module run failed: {_reason(e, cfg)}")
-                entry["status"] = "failed"
+            say(f"load module {m.label()}")
+            entry = _on_module_thread(m.role, partial(prepare_module, m, device, real_inputs.inputs.pop(m.path, None)),
+                                      device, skipped_module(m, ""), cfg)
         entry["artifact"] = record["artifacts"]["modules"][m.label()]
         entries.append(entry)
+    timed = [e for e in entries if "_call" in e]
+    if timed:
+        say(f"time {len(timed)} modules in turn, {measure['module_span_s']:g} s or more")
+        rounds, failed = rounds_in_turn(
+            {e["label"]: partial(on_step_thread, e["role"], partial(timing_round, e, device, measure), device)
+             for e in timed},
+            measure["module_min_rounds"], measure["module_rounds"], measure["module_span_s"])
+        for e in timed:
+            if e["label"] in failed:
+                _module_failed(e, "module run", failed[e["label"]], cfg)
+            else:
+                _on_module_thread(e["role"], partial(finish_timing, e, rounds[e["label"]], device, measure),
+                                  device, e, cfg)
     del real_inputs
 
     phase("profile_step")
@@ -255,11 +282,9 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
     phase("profile_modules")
     for entry in entries:
         say(f"profile module {entry['label']}")
-        try:
-            trace = job_dir / "traces" / f"{entry['label']}.json.gz"
-            on_step_thread(entry["role"], partial(profile_module, entry, device, measure, trace), device)
-        except Exception as e:  # noqa: BLE001
-            entry.update(status="failed", note=f"module profile failed: {_reason(e, cfg)}")
+        trace = job_dir / "traces" / f"{entry['label']}.json.gz"
+        _on_module_thread(entry["role"], partial(profile_module, entry, device, measure, trace), device, entry, cfg,
+                          what="module profile")
         record["modules"].append(entry)
         if entry.get("trace"):
             record["artifacts"]["traces"][entry["label"]] = entry["trace"]

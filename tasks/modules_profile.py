@@ -8,10 +8,10 @@ from pathlib import Path
 
 import torch
 
-from sweeper.breakdown import spread
+from sweeper.breakdown import spread, wall_figure
 from tasks.capture import CapturedModule, loaded_module
 from tasks.profiling import analyse, profile_calls
-from tasks.timing import launch_probe_us, synchronize, time_calls, time_until_steady
+from tasks.timing import probed_round, synchronize, time_calls
 
 
 def _entry(m: CapturedModule) -> dict:
@@ -41,10 +41,12 @@ def skipped_module(m: CapturedModule, note: str) -> dict:
     return entry
 
 
-def time_module(m: CapturedModule, device: str, measure: dict, inputs: list | None) -> dict:
-    """Unprofiled wall time of one compiled module, run on `inputs` (the real inputs of a
-    step, see capture.InputCapture) or else its own get_args(). Returns the module's
-    entry of the record; profile_module() completes it."""
+def prepare_module(m: CapturedModule, device: str, inputs: list | None) -> dict:
+    """Load one compiled module, pick its inputs (the real inputs of a step, see
+    capture.InputCapture, or else its own get_args()) and warm it up. Returns the module's
+    entry of the record, holding the call for the timing rounds (tasks/job.py takes them
+    in turn across the modules, timing.rounds_in_turn), finish_timing() and
+    profile_module()."""
     started = time.perf_counter()
     entry = _entry(m)
     mod = loaded_module(m.path)
@@ -63,25 +65,34 @@ def time_module(m: CapturedModule, device: str, measure: dict, inputs: list | No
         call()
     synchronize(device)
     entry["warmup_s"] = round(time.perf_counter() - t0, 3)
-    # Wall time: many rounds after a warm-up, median and spread, because every percentage
-    # of the reference harness is relative to this one number (see breakdown.py). It is
-    # measured the harness's way (a wait after every call), so that the reference-style
-    # busy figure compares with `-p`; the pipelined time (calls back to back, as in a
-    # training loop) is kept beside it.
-    # Rounds stop early once they agree (measure.module_steady_pct): on an H200, mixnet_l's
-    # modules agreed within 1% while 15 rounds of both timings cost 20 s of a 115 s compile.
-    rounds, per_round = measure["module_rounds"], measure["module_calls_per_round"]
-    min_rounds = min(measure.get("module_min_rounds", rounds), rounds)
-    # Each round comes with a reading of the host's launch speed (timing.launch_probe_us),
-    # so that rounds and jobs that read slow can be told apart from a slow module.
-    wall, launch = time_until_steady(call, device, per_round, min_rounds, rounds,
-                                     measure.get("module_steady_pct", 0.0), probe=lambda: launch_probe_us(device))
-    entry["wall_ms"], entry["launch_us"] = spread(wall), spread(launch)
-    entry["wall_ms_pipelined"] = spread(time_calls(call, min_rounds, device, per_round))
+    entry["_call"] = call  # dropped from the record by profile_module()
+    entry["seconds"] = time.perf_counter() - started  # finish_timing() adds its rounds' seconds
+    return entry
+
+
+def timing_round(entry: dict, device: str, measure: dict) -> tuple[float, float]:
+    """One round of the module's wall time: (ms a call, the launch probe's µs just before).
+    Measured the harness's way (a wait after every call), so that the reference-style busy
+    figure compares with `-p`. Each round comes with a reading of the host's launch speed,
+    so that rounds and jobs that read slow can be told apart from a slow module."""
+    t0 = time.perf_counter()
+    result = probed_round(entry["_call"], device, measure["module_calls_per_round"])
+    entry["seconds"] += time.perf_counter() - t0
+    return result
+
+
+def finish_timing(entry: dict, rounds: list[tuple[float, float]], device: str, measure: dict) -> dict:
+    """The module's wall time from its rounds (median, trimmed mean and spread, because
+    every percentage of the reference harness is relative to this one number, see
+    breakdown.py), then the pipelined time (calls back to back, as in a training loop)."""
+    t0 = time.perf_counter()
+    entry["wall_ms"] = spread([wall for wall, _ in rounds])
+    entry["launch_us"] = spread([reading for _, reading in rounds])
+    n = min(measure.get("module_min_rounds", 5), len(rounds))
+    entry["wall_ms_pipelined"] = spread(time_calls(entry["_call"], n, device, measure["module_calls_per_round"]))
     # Where time_modules' seconds go (on the H200, mixnet_l's phase took 18 s where its
     # rounds account for about 9 s; session 4)
-    entry["seconds"] = round(time.perf_counter() - started, 3)
-    entry["_call"] = call  # kept for profile_module(), dropped from the record
+    entry["seconds"] = round(entry["seconds"] + time.perf_counter() - t0, 3)
     return entry
 
 
@@ -93,7 +104,7 @@ def profile_module(entry: dict, device: str, measure: dict, trace_path: Path) ->
         return entry
     events = profile_calls(call, measure["module_profile_calls"], device, "sweeper.call", trace_path)
     entry["breakdown"] = analyse(events, device, "sweeper.call", measure["module_profile_calls"],
-                                 entry["wall_ms"]["median"])
+                                 wall_figure(entry["wall_ms"]))
     entry["trace"] = str(trace_path)
     del call, events
     if device == "cuda":

@@ -59,23 +59,45 @@ def time_calls_synced(fn: Callable[[], object], n: int, device: str, calls_per_s
     return samples
 
 
-def time_until_steady(fn: Callable[[], object], device: str, calls_per_sample: int, min_samples: int,
-                      max_samples: int, steady_pct: float,
-                      probe: Callable[[], float] | None = None) -> tuple[list[float], list[float]]:
-    """time_calls_synced() samples, at least `min_samples` and then one more at a time until
-    they are steady (sweeper.breakdown.steady) or `max_samples` are taken: a module whose
-    rounds agree stops early, a noisy one gets every round. With a `probe` (launch_probe_us),
-    it is read just before each sample. Returns the samples and the probe's readings
-    (empty without a probe), pair by pair."""
-    from sweeper.breakdown import steady
+def rounds_in_turn(rounds: dict[str, Callable[[], object]], min_rounds: int, max_rounds: int, span_s: float,
+                   clock: Callable[[], float] = time.perf_counter) -> tuple[dict[str, list], dict[str, Exception]]:
+    """Take rounds of several measurements in turn (one round of each, then again) until
+    `span_s` seconds have passed since the first and each has at least `min_rounds`, or a
+    measurement has `max_rounds` (it stops; the others go on). A round that raises stops
+    its measurement and no other. Returns each one's round results in the order taken,
+    and the exception of each that failed.
 
-    samples: list[float] = []
-    readings: list[float] = []
-    while len(samples) < max_samples and (len(samples) < min_samples or not steady(samples, steady_pct)):
-        if probe is not None:
-            readings.append(probe())
-        samples += time_calls_synced(fn, 1, device, calls_per_sample)
-    return samples, readings
+    Why in turn and over a fixed span: on the H200 VM the host's launch speed switches
+    between two levels (about 7 and 10 µs a launch) every 0.2 to 4 s, whatever core the
+    thread is on (bench/results/h200_session7.md). A module's rounds taken back to back
+    in 2 s, or stopped as soon as they agree, saw one level: a snapshot, as one `-p` run
+    is. Rounds interleaved across the modules and spread over several seconds sample both
+    levels in their proportion, and the modules share those seconds rather than each
+    paying its own."""
+    taken: dict[str, list] = {name: [] for name in rounds}
+    failed: dict[str, Exception] = {}
+    t0 = clock()
+
+    def wants_more(name: str) -> bool:
+        n = len(taken[name])
+        return name not in failed and n < max_rounds and (n < min_rounds or clock() - t0 < span_s)
+
+    while any(wants_more(name) for name in rounds):
+        for name, one_round in rounds.items():
+            if wants_more(name):
+                try:
+                    taken[name].append(one_round())
+                except Exception as e:  # noqa: BLE001 - one module's failure is noted, not fatal
+                    failed[name] = e
+    return taken, failed
+
+
+def probed_round(fn: Callable[[], object], device: str, calls: int) -> tuple[float, float]:
+    """One timed round of `calls` calls waiting for the device after each (time_calls_synced),
+    with a reading of the host's launch speed just before it: (milliseconds a call, µs a
+    launch)."""
+    reading = launch_probe_us(device)
+    return time_calls_synced(fn, 1, device, calls)[0], reading
 
 
 # A probe's launches: a few milliseconds of host time, so that one reading per timed round

@@ -44,8 +44,25 @@ def test_spread():
     assert s["median"] == 12.123456 and s["min"] == 10 and s["max"] == 50 and s["n"] == 5
     assert s["values"] == [13, 11, 50, 10, 12.1235]  # in the order measured, rounded
     assert s["range_pct"] == pytest.approx(40 / 12.123456 * 100)
+    assert s["trimmed_mean"] == pytest.approx((13 + 11 + 50 + 10 + 12.123456) / 5)  # under 10 rounds: nothing trimmed
     with pytest.raises(ValueError):
         bd.spread([])
+
+
+def test_a_module_wall_figure_follows_the_mix_of_two_host_speeds_where_the_median_jumps():
+    # Rounds on a host switching between two launch speeds (14 and 20 ms a call): the
+    # median jumps from one level to the other as the mix passes one half; the trimmed
+    # mean moves with the mix, and a stalled round (90 ms) moves it no more than the median.
+    def rounds(fast):
+        return [14.0] * fast + [20.0] * (19 - fast) + [90.0]
+
+    medians = [bd.spread(rounds(f))["median"] for f in (9, 11)]
+    figures = [bd.wall_figure(bd.spread(rounds(f))) for f in (9, 11)]
+    assert medians == [20.0, 14.0]
+    # 20 rounds: two off each end, the stall among them; (7 x 14 + 9 x 20) / 16, (9 x 14 + 7 x 20) / 16
+    assert figures == pytest.approx([17.375, 16.625])
+    # a record written before the trimmed mean existed gives its median
+    assert bd.wall_figure({"median": 12.5}) == 12.5
 
 
 def test_h200_step_breakdown_is_reproduced_from_its_trace(h200, resnet18_record):
@@ -62,40 +79,90 @@ def test_h200_step_breakdown_is_reproduced_from_its_trace(h200, resnet18_record)
     assert 5 < b["busy_pct"] < 50
 
 
-def test_steady_means_a_small_interquartile_range():
-    from sweeper.breakdown import steady
+class _Clock:
+    """Seconds that pass only when a round runs: each round below takes one."""
 
-    assert steady([10.0, 10.05, 10.1, 9.95, 10.0], 2.0)  # IQR 0.1 ms of 10 ms: 1%
-    assert not steady([10.0, 14.0, 10.0, 14.0, 12.0], 2.0)  # launch-bound noise
-    assert not steady([0.0, 0.0, 0.0, 0.0], 2.0)  # nothing measured is never steady
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
 
 
-def test_module_timing_stops_early_only_when_rounds_agree():
+def _rounds(clock, order, names, fail_at=None):
+    def one(name):
+        def round_():
+            n = sum(1 for o in order if o == name)
+            if fail_at == (name, n):
+                raise RuntimeError(f"{name} broke")
+            order.append(name)
+            clock.t += 1.0
+            return n
+        return round_
+    return {name: one(name) for name in names}
+
+
+def test_module_rounds_are_taken_in_turn_until_the_span_has_passed():
+    from tasks.timing import rounds_in_turn
+
+    clock, order = _Clock(), []
+    taken, failed = rounds_in_turn(_rounds(clock, order, ["fwd", "bwd"]), min_rounds=2, max_rounds=50,
+                                   span_s=6.0, clock=clock)
+    # One round of each in turn, so that both modules' rounds spread over the whole span
+    assert order == ["fwd", "bwd"] * 3
+    assert taken == {"fwd": [0, 1, 2], "bwd": [0, 1, 2]} and failed == {}
+
+
+def test_module_rounds_keep_their_minimum_past_the_span_and_stop_at_their_maximum():
+    from tasks.timing import rounds_in_turn
+
+    clock, order = _Clock(), []
+    taken, _ = rounds_in_turn(_rounds(clock, order, ["a", "b"]), min_rounds=4, max_rounds=9, span_s=1.0, clock=clock)
+    assert [len(taken["a"]), len(taken["b"])] == [4, 4]  # the span passed after one round
+    clock, order = _Clock(), []
+    taken, _ = rounds_in_turn(_rounds(clock, order, ["a", "b"]), min_rounds=1, max_rounds=3, span_s=100.0,
+                              clock=clock)
+    assert [len(taken["a"]), len(taken["b"])] == [3, 3]  # the cap ends it long before the span
+
+
+def test_a_failing_module_round_stops_that_module_only():
+    from tasks.timing import rounds_in_turn
+
+    clock, order = _Clock(), []
+    taken, failed = rounds_in_turn(_rounds(clock, order, ["a", "b"], fail_at=("a", 1)), min_rounds=4,
+                                   max_rounds=4, span_s=0.0, clock=clock)
+    assert list(failed) == ["a"] and str(failed["a"]) == "a broke"
+    assert taken == {"a": [0], "b": [0, 1, 2, 3]}
+
+
+def test_rounds_in_turn_really_spread_over_the_span_on_the_real_clock():
     import time
 
-    from tasks.timing import time_until_steady
+    from tasks.timing import rounds_in_turn
 
-    calm, no_probe = time_until_steady(lambda: time.sleep(0.002), "cpu", 2, min_samples=3, max_samples=12,
-                                       steady_pct=50.0)
-    assert len(calm) == 3 and no_probe == []  # sleep(2 ms) rounds agree within 50%: no round beyond the minimum
-    delays = iter([0.001, 0.001, 0.008, 0.008] * 10)
-    noisy, _ = time_until_steady(lambda: time.sleep(next(delays)), "cpu", 1, min_samples=3, max_samples=8,
-                                 steady_pct=2.0)
-    assert len(noisy) == 8  # 1 ms against 8 ms rounds never settle: every round is taken
+    stamps = {"x": [], "y": []}
+    t0 = time.perf_counter()
+    rounds = {k: (lambda k=k: stamps[k].append(time.perf_counter() - t0) or time.sleep(0.01)) for k in stamps}
+    taken, _ = rounds_in_turn(rounds, min_rounds=2, max_rounds=1000, span_s=0.3)
+    assert time.perf_counter() - t0 >= 0.3
+    # each measurement's rounds run from the start of the span to its end, not in one burst
+    assert all(v[0] < 0.05 and v[-1] > 0.25 for v in stamps.values())
+    assert abs(len(taken["x"]) - len(taken["y"])) <= 1
 
 
-def test_each_timed_round_comes_with_a_launch_probe_reading_taken_just_before_it():
-    from tasks.timing import launch_probe_us, time_until_steady
+def test_each_timed_round_comes_with_a_launch_probe_reading_taken_just_before_it(monkeypatch):
+    from tasks import timing
 
     order = []
+    real_probe = timing.launch_probe_us
 
-    def probe():
+    def probe(device):
         order.append("probe")
-        return launch_probe_us("cpu")
+        return real_probe(device)
 
-    samples, readings = time_until_steady(lambda: order.append("call"), "cpu", 2, min_samples=4, max_samples=4,
-                                          steady_pct=0.0, probe=probe)
-    assert len(samples) == len(readings) == 4
+    monkeypatch.setattr(timing, "launch_probe_us", probe)
+    results = [timing.probed_round(lambda: order.append("call"), "cpu", 2) for _ in range(4)]
+    readings = [r for _, r in results]
     assert order == ["probe", "call", "call"] * 4  # one reading, then that round's 2 calls
     # A real reading of the CPU's dispatch of a tiny op: microseconds, not zero or seconds.
     assert all(0.05 < r < 10_000 for r in readings)

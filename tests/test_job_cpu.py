@@ -91,7 +91,10 @@ def test_training_job_captures_forward_and_backward(training_job):
         assert b["categories"]["cpp_kernel"]["device_ms"] > 0
         assert b["categories"]["library_mm_conv"]["device_ms"] > 0
         assert 0 < b["busy_pct"] <= 100
-        assert m["wall_ms"]["n"] == 3
+        assert m["wall_ms"]["n"] == 3  # measure.module_rounds=3 ends the rounds before the 8 s span
+        # the percentages divide by the rounds' trimmed mean (sweeper.breakdown.wall_figure)
+        assert b["wall_ms"] == m["wall_ms"]["trimmed_mean"] == pytest.approx(statistics.fmean(m["wall_ms"]["values"]),
+                                                                              abs=1e-3)
         # one reading of the host's launch speed before each timed round
         assert m["launch_us"]["n"] == m["wall_ms"]["n"] and m["launch_us"]["min"] > 0
         # the module's seconds cover its warm-up and its timed rounds
