@@ -30,6 +30,8 @@ def job_problems(cfg: dict) -> list[str]:
     for key, value in (cfg.get("measure") or {}).items():
         if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
             problems.append(f"measure.{key}={value}: must be a positive integer")
+        elif isinstance(value, float) and value < 0:  # a span or a budget share: 0 turns it off
+            problems.append(f"measure.{key}={value}: must be 0 or more")
     if cfg.get("inductor"):
         from sweeper import inductor_options
 

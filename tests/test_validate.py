@@ -28,6 +28,8 @@ def test_each_bad_value_is_named():
     assert job_problems(base(batch_size=-3)) == ["batch_size=-3: must be a positive integer (or left unset for the default)"]
     assert "image_size=0" in job_problems(base(image_size=0))[0]
     assert "measure.timed_steps=0" in job_problems(base(measure={"timed_steps": 0}))[0]
+    assert "measure.module_span_s=-1.0: must be 0 or more" in job_problems(base(measure={"module_span_s": -1.0}))[0]
+    assert job_problems(base(measure={"module_span_s": 0.0})) == []
 
 
 def test_check_sweep_lists_every_problem_and_cuda_without_gpu():
