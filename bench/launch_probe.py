@@ -16,25 +16,18 @@ varies least.
 
 from __future__ import annotations
 
-import gzip
-import json
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from sweeper.record import check_record, read_record  # noqa: E402
+from sweeper.record import read_record  # noqa: E402
 
 
 def _load(arg: str) -> tuple[str, dict]:
     """(a short name, the record) from a job folder or a saved NAME.result.json.gz."""
     path = Path(arg)
-    if path.name.endswith(".json.gz"):
-        with gzip.open(path) as f:
-            record = json.loads(f.read())
-        check_record(record, source=str(path))
-        return path.name.split(".")[0], record
-    return arg, read_record(path)
+    return (path.name.split(".")[0] if path.suffix == ".gz" else arg), read_record(path)
 
 
 def _range(values: list[float]) -> str:

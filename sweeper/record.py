@@ -6,6 +6,7 @@ reader of older records must know about.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import tempfile
@@ -82,14 +83,19 @@ def write_record(job_dir: str | Path, record: dict[str, Any]) -> Path:
 
 
 def read_record(path: str | Path) -> dict[str, Any]:
+    """The checked record of a job folder, of its result.json, or of a record saved
+    compressed (NAME.result.json.gz, as under bench/results/ and tests/fixtures/)."""
     path = Path(path)
     if path.is_dir():
         path = path / RESULT_FILE
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        if path.suffix == ".gz":
+            record = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
+        else:
+            record = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise RecordError(f"{path}: no result record (the job did not finish)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except (json.JSONDecodeError, UnicodeDecodeError, gzip.BadGzipFile, EOFError) as e:
         raise RecordError(
             f"{path}: corrupt or truncated result record ({e}); re-run the job to replace it"
         ) from None

@@ -88,7 +88,7 @@ def finish_timing(entry: dict, rounds: list[tuple[float, float]], device: str, m
     t0 = time.perf_counter()
     entry["wall_ms"] = spread([wall for wall, _ in rounds])
     entry["launch_us"] = spread([reading for _, reading in rounds])
-    n = min(measure.get("module_min_rounds", 5), len(rounds))
+    n = min(measure["module_min_rounds"], len(rounds))
     entry["wall_ms_pipelined"] = spread(time_calls(entry["_call"], n, device, measure["module_calls_per_round"]))
     # Where time_modules' seconds go (on the H200, mixnet_l's phase took 18 s where its
     # rounds account for about 9 s; session 4)

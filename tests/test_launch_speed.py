@@ -3,7 +3,6 @@
 committed under tests/fixtures/h200/session6. In job F the host launched at about 7.4 µs
 where the others read about 10.2, and its backward ran 2.6 ms a call against about 3.9."""
 
-import gzip
 import json
 import statistics
 from pathlib import Path
@@ -12,6 +11,7 @@ import pandas as pd
 import pytest
 
 from sweeper.aggregate import LAUNCH_OFF_PCT, aggregate, launch_speed_notes
+from sweeper.record import read_record
 from sweeper.summary import launch_us
 
 FIX = Path(__file__).parent / "fixtures" / "h200" / "session6"
@@ -23,7 +23,7 @@ def sweep(tmp_path_factory):
     sweep = tmp_path_factory.mktemp("s6") / "resnet18"
     records = {}
     for n, name in enumerate(NAMES):
-        rec = json.loads(gzip.decompress((FIX / f"resnet18_{name}.result.json.gz").read_bytes()))
+        rec = read_record(FIX / f"resnet18_{name}.result.json.gz")
         (sweep / str(n)).mkdir(parents=True)
         (sweep / str(n) / "result.json").write_text(json.dumps(rec))
         records[n] = rec

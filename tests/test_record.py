@@ -24,6 +24,17 @@ def test_truncated_record_names_path_and_fix(tmp_path):
         read_record(tmp_path)
 
 
+def test_a_record_saved_compressed_reads_and_a_cut_one_is_named(tmp_path):
+    import gzip
+
+    saved = tmp_path / "denA.result.json.gz"
+    saved.write_bytes(gzip.compress(json.dumps(minimal()).encode()))
+    assert read_record(saved)["config"]["model"] == "resnet18"
+    saved.write_bytes(gzip.compress(json.dumps(minimal()).encode())[:30])
+    with pytest.raises(RecordError, match="denA.result.json.gz: corrupt or truncated.*re-run"):
+        read_record(saved)
+
+
 def test_missing_record_and_wrong_schema(tmp_path):
     with pytest.raises(RecordError, match="did not finish"):
         read_record(tmp_path)
