@@ -128,6 +128,26 @@ def launch_speed_notes(jobs) -> list[str]:
         "follow that speed: on a faster host they read faster and busier (docs/method.md)")
 
 
+# The two instruments of the busy figure (the profiler's kernel intervals over the
+# unprofiled step, NVML's utilization counter) differ by more than this: worth a look.
+BUSY_NVML_GAP_PP = 7.0
+
+
+def busy_nvml_notes(jobs) -> list[str]:
+    """A note naming the jobs whose busy figure and NVML utilization differ by more than
+    BUSY_NVML_GAP_PP points (docs/method.md says what each counts)."""
+    if "nvml_util_pct" not in jobs:
+        return []
+    gap = jobs.assign(busy_nvml_gap=(jobs["nvml_util_pct"] - jobs["busy_pct"]).abs())
+    return _note_naming(
+        gap[gap["busy_nvml_gap"] > BUSY_NVML_GAP_PP], "busy_nvml_gap", 0.0,
+        lambda r: f"busy {r['busy_pct']:.1f}%, NVML {r['nvml_util_pct']:.1f}%",
+        f"the busy figure and NVML's utilization differ by more than {BUSY_NVML_GAP_PP:g} points "
+        "for these jobs: {named}. NVML counts a sample period as busy while any kernel runs, "
+        "at a grain of 1/6 s or more; a gap that large means the step did not run steadily "
+        "(docs/method.md)")
+
+
 def aggregate(sweep_dir: Path) -> Path:
     """Write tables/, figures/ and report.html into the sweep folder; returns the report."""
     sweep_dir = Path(sweep_dir).resolve()
@@ -141,7 +161,8 @@ def aggregate(sweep_dir: Path) -> Path:
         df.to_parquet(tdir / f"{name}.parquet", index=False)
         df.to_csv(tdir / f"{name}.csv", index=False)
     figs = fg.all_figures(jobs, cats, bench, sweep_dir / FIGURES_DIR)
-    notes = notes + busy_host_notes(jobs) + unsteady_timing_notes(jobs) + launch_speed_notes(jobs)
+    notes = (notes + busy_nvml_notes(jobs) + busy_host_notes(jobs) + unsteady_timing_notes(jobs)
+             + launch_speed_notes(jobs))
     page = report.render(sweep_dir, summary, records, jobs, kernels, figs, notes)
     path = sweep_dir / REPORT_FILE
     atomic_write_text(path, page)

@@ -81,14 +81,18 @@ def busy_figure(jobs: pd.DataFrame, out_dir: Path) -> Figure:
         return Figure("busy", title, None, "no finished job has a profiled step")
     # Grouped by model, then variant, so that e.g. cudagraphs on against off sit together.
     ok = ok.sort_values(["model", "batch_size", "label"])
+    bars = [("busy_pct", "kernel intervals per step / unprofiled step time"),
+            ("nvml_util_pct", "NVML utilization, unprofiled step in a loop"),
+            ("busy_pct_reference_style", "summed kernel time / step time (as -p prints)")]
+    bars = [(col, text) for col, text in bars if col in ok and ok[col].notna().any()]
+    width = 0.8 / len(bars)
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(ok) + 2), 4.5))
     x = range(len(ok))
-    ax.bar([i - 0.2 for i in x], ok["busy_pct"], width=0.4, label="union of kernel intervals")
-    ax.bar([i + 0.2 for i in x], ok["busy_pct_reference_style"], width=0.4,
-           label="summed kernel time / step time (as -p prints)")
+    for n, (col, text) in enumerate(bars):
+        ax.bar([i - 0.4 + width * (n + 0.5) for i in x], ok[col], width=width, label=text)
     ax.set_xticks(list(x), ok["label"], rotation=20, ha="right", fontsize=8)
     ax.set_xlim(-0.8, len(ok) - 0.2)
-    ax.set_ylim(0, max(100.0, float(ok["busy_pct_reference_style"].max()) * 1.05))
+    ax.set_ylim(0, max(100.0, float(ok[[c for c, _ in bars]].max().max()) * 1.05))
     ax.set_ylabel("GPU busy (%)" if (ok["device"] == "cuda").any() else "device busy (%)")
     ax.set_title(title)
     ax.legend(fontsize=8)

@@ -13,7 +13,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 1
+# 2: busy_pct is the union of kernel intervals over the *unprofiled* wall time; the
+#    profiled span's figure moved to busy_pct_profiled_span; timings.nvml. Version 1
+#    records are upgraded on read (upgrade()).
+SCHEMA_VERSION = 2
 RESULT_FILE = "result.json"
 STATUSES = ("ok", "failed", "skipped")
 
@@ -99,7 +102,30 @@ def read_record(path: str | Path) -> dict[str, Any]:
         raise RecordError(
             f"{path}: corrupt or truncated result record ({e}); re-run the job to replace it"
         ) from None
+    record = upgrade(record)
     check_record(record, source=str(path))
+    return record
+
+
+def upgrade(record: Any) -> Any:
+    """A version-1 record in version 2's shape; any other is returned as it is.
+
+    Version 1's busy_pct was the union of kernel intervals over the profiled span. That
+    union per run is busy_pct x span_ms / runs, so the unprofiled figure of version 2
+    follows from what version 1 kept, and old sweeps can be re-aggregated and compared."""
+    from sweeper.breakdown import busy_figures
+
+    if not isinstance(record, dict) or record.get("schema_version") != 1:
+        return record
+    for b in [record.get("step")] + [m.get("breakdown") for m in record.get("modules") or []]:
+        if not isinstance(b, dict) or "busy_pct_profiled_span" in b:
+            continue
+        span_pct, span_ms, runs = b.get("busy_pct"), b.get("span_ms"), b.get("runs")
+        b["busy_pct_profiled_span"] = span_pct
+        b["busy_ms"] = span_pct / 100 * span_ms / runs if None not in (span_pct, span_ms) and runs else None
+        b.update(busy_figures(b["busy_ms"], b.get("wall_ms")))
+    record["schema_version"] = SCHEMA_VERSION
+    record["upgraded_from_schema"] = 1
     return record
 
 

@@ -67,7 +67,7 @@ def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.Da
 
     out.append("<h2 id='summary'>Jobs</h2><table id='jobs'><tr><th>#</th><th>job</th><th>status</th>"
                "<th>compile s</th><th>eager ms</th><th>compiled ms</th><th>speedup</th><th>peak MiB</th>"
-               "<th>busy % (union)</th><th>busy % (as -p)</th><th>other cores busy</th><th>rounds IQR %</th><th>launch µs</th><th>traces</th><th>log</th></tr>")
+               "<th>busy %</th><th>NVML util %</th><th>busy % (as -p)</th><th>other cores busy</th><th>rounds IQR %</th><th>launch µs</th><th>traces</th><th>log</th></tr>")
     for _, r in jobs.iterrows():
         rec = records.get(r["job"], {})
         traces = (rec.get("artifacts") or {}).get("traces") or {}
@@ -77,6 +77,7 @@ def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.Da
             f"<td class='num'>{_num(r['compile_s'], '{:.1f}')}</td><td class='num'>{_num(r['eager_step_ms'])}</td>"
             f"<td class='num'>{_num(r['compiled_step_ms'])}</td><td class='num'>{_num(r['speedup'])}</td>"
             f"<td class='num'>{_num(r['peak_memory_mb'], '{:.0f}')}</td><td class='num'>{_num(r['busy_pct'], '{:.1f}')}</td>"
+            f"<td class='num'>{_num(r['nvml_util_pct'], '{:.1f}')}</td>"
             f"<td class='num'>{_num(r['busy_pct_reference_style'], '{:.1f}')}</td>"
             f"<td class='num'>{_num(r['host_busy_cores'], '{:.1f}')}</td>"
             f"<td class='num'>{_num(r['timing_iqr_pct'], '{:.0f}')}</td>"

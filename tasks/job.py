@@ -116,6 +116,10 @@ def _module_failed(entry: dict, what: str, e: Exception, cfg: dict) -> dict:
     return entry
 
 
+def _pct(value: float | None) -> str:
+    return "not read" if value is None else f"{value:.1f}%"
+
+
 def _reason(e: Exception, cfg: dict) -> str:
     import torch
 
@@ -238,6 +242,17 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
     timings["peak_memory_mb"] = peak_memory_mb(device)
     if "eager_step_ms" in timings:
         timings["speedup"] = timings["eager_step_ms"]["median"] / timings["compiled_step_ms"]["median"]
+
+    if device == "cuda" and measure["nvml_s"] > 0:
+        phase("nvml")  # the second instrument for the busy figure, on the unprofiled step
+        from tasks.nvml_util import utilization_during
+
+        timings["nvml"] = utilization_during(step, measure["nvml_s"], partial(synchronize, device))
+        say(f"NVML utilization {_pct(timings['nvml'].get('util_pct'))} over {timings['nvml'].get('loop_s')} s")
+    else:
+        from tasks.nvml_util import NO_GPU_REASON
+
+        timings["nvml"] = {"util_pct": None, "reason": NO_GPU_REASON if device != "cuda" else "measure.nvml_s=0"}
 
     phase("time_modules")  # every unprofiled measurement comes before any profile
     record["artifacts"]["modules"] = copy_modules(capture.modules, job_dir / "modules")

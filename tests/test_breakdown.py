@@ -17,7 +17,10 @@ def test_shares_and_per_run_figures():
     assert list(cats) == ["triton_pointwise", "triton_reduction", "library_mm_conv"]
     assert cats["triton_pointwise"]["share_of_device_pct"] == pytest.approx(30)
     assert cats["library_mm_conv"]["pct_of_wall"] == pytest.approx(30)
-    assert b["busy_pct"] == pytest.approx(200 / 400 * 100)
+    # per run: 100 us of kernel intervals in 200 us of unprofiled wall time
+    assert b["busy_ms"] == pytest.approx(0.1)
+    assert b["busy_pct"] == pytest.approx(50) and b["busy_capped"] is False
+    assert b["busy_pct_profiled_span"] == pytest.approx(200 / 400 * 100)
     assert b["busy_pct_reference_style"] == pytest.approx(50)
     top = b["kernels"][0]
     assert top["name"] == "sm90_xmma_gemm" and top["count"] == 1 and top["device_ms"] == pytest.approx(0.06)
@@ -27,9 +30,25 @@ def test_shares_and_per_run_figures():
 
 def test_busy_never_exceeds_100_with_overlapping_streams():
     kernels = [k("a", 0, 100), k("b", 0, 100), k("c", 50, 100)]
-    b = bd.breakdown(kernels, runs=1, span=bd.profiled_span(kernels, []), wall_ms=0.1)
-    assert b["busy_pct"] == pytest.approx(100)
-    assert b["busy_pct_reference_style"] == pytest.approx(300)  # the -p figure can pass 100%
+    b = bd.breakdown(kernels, runs=1, span=bd.profiled_span(kernels, []), wall_ms=0.2)
+    assert b["busy_ms"] == pytest.approx(0.15)  # three kernels on three streams: their union, once
+    assert b["busy_pct"] == pytest.approx(75) and not b["busy_capped"]
+    assert b["busy_pct_profiled_span"] == pytest.approx(100)
+    assert b["busy_pct_reference_style"] == pytest.approx(150)  # the -p figure counts overlaps twice
+
+
+def test_busy_over_100_from_noise_is_capped_and_says_so():
+    # the unprofiled step ran a little faster than the profiled steps' kernels took
+    kernels = [k("a", 0, 100), k("b", 100, 10)]
+    b = bd.breakdown(kernels, runs=1, span=(0, 110), wall_ms=0.1)
+    assert b["busy_pct"] == 100.0 and b["busy_capped"] is True
+    assert b["busy_pct_uncapped"] == pytest.approx(110)
+
+
+def test_busy_needs_a_span_and_a_wall_time():
+    kernels = [k("a", 0, 100)]
+    assert bd.breakdown(kernels, runs=1, span=(0, 100))["busy_pct"] is None  # no unprofiled wall time
+    assert bd.breakdown(kernels, runs=1, wall_ms=0.2)["busy_pct"] is None  # no profiled span
 
 
 def test_span_starts_at_the_host_range_and_ends_at_the_last_kernel():
@@ -71,12 +90,34 @@ def test_h200_step_breakdown_is_reproduced_from_its_trace(h200, resnet18_record)
     kernels = tr.device_kernels(tr.load_trace(h200 / "resnet18_step.json.gz"))
     b = bd.breakdown(kernels, runs=step["runs"], span=bd.profiled_span(kernels, []), wall_ms=step["wall_ms"])
     assert b["device_ms"] == pytest.approx(step["device_ms"])
-    assert b["busy_pct"] == pytest.approx(step["busy_pct"])
-    assert b["busy_pct"] < 100
+    # this record predates the unprofiled busy figure: its busy_pct was the profiled span's
+    assert b["busy_pct_profiled_span"] == pytest.approx(step["busy_pct"])
+    assert b["busy_pct"] == pytest.approx(b["busy_ms"] / step["wall_ms"] * 100)
+    assert b["busy_pct_profiled_span"] <= b["busy_pct"] < 100
     for cat, c in step["categories"].items():
         assert b["categories"][cat]["share_of_device_pct"] == pytest.approx(c["share_of_device_pct"])
     # resnet18, batch 32, training, no CUDA graphs: launch-bound, well under half busy
     assert 5 < b["busy_pct"] < 50
+
+
+def test_a_version_1_record_reads_as_version_2_with_the_unprofiled_busy_figure(h200, tmp_path):
+    import gzip
+    import json
+
+    from sweeper.record import read_record
+
+    raw = json.loads(gzip.decompress((h200 / "resnet18_result.json.gz").read_bytes()))
+    assert raw["schema_version"] == 1
+    kernels = tr.device_kernels(tr.load_trace(h200 / "resnet18_step.json.gz"))
+    fresh = bd.breakdown(kernels, runs=raw["step"]["runs"], span=bd.profiled_span(kernels, []),
+                         wall_ms=raw["step"]["wall_ms"])
+    rec = read_record(h200 / "resnet18_result.json.gz")
+    assert rec["schema_version"] == 2 and rec["upgraded_from_schema"] == 1
+    step = rec["step"]
+    assert step["busy_pct_profiled_span"] == raw["step"]["busy_pct"]
+    # derived from what version 1 kept, it equals the figure computed afresh from the trace
+    assert step["busy_pct"] == pytest.approx(fresh["busy_pct"])
+    assert step["busy_ms"] == pytest.approx(fresh["busy_ms"])
 
 
 class _Clock:

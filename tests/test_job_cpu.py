@@ -110,6 +110,13 @@ def test_training_job_step_breakdown_and_traces(training_job):
     step = rec["step"]
     assert step["runs"] == 2
     assert 0 < step["busy_pct"] <= 100
+    # the busy figure divides the kernel intervals per step by the unprofiled step time
+    uncapped = step["busy_ms"] / rec["timings"]["compiled_step_ms"]["median"] * 100
+    assert step["busy_pct_uncapped"] == pytest.approx(uncapped)
+    assert step["busy_pct"] == pytest.approx(min(100.0, uncapped)) and step["busy_capped"] == (uncapped > 100)
+    assert 0 < step["busy_pct_profiled_span"] <= 100
+    # NVML is a GPU counter: a CPU job says why it has no reading
+    assert rec["timings"]["nvml"] == {"util_pct": None, "reason": "no NVIDIA GPU: NVML's utilization counter exists only for a GPU job"}
     assert abs(sum(c["share_of_device_pct"] for c in step["categories"].values()) - 100) < 1e-6
     traces = rec["artifacts"]["traces"]
     assert set(traces) == {"step", "forward_0", "backward_1"}

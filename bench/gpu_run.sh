@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The GPU runner: one measured topic per call, on a machine with one or more NVIDIA GPUs
+# and the project's packages importable (docs/gpu.md). Everything lands under $S
+# (default /tmp/gpu); progress goes to $S/progress.log; $S/bundle.tgz packs the results
+# without the compile caches and traces.
+#     bash bench/gpu_run.sh TOPIC
+# Topics:
+#   busy   the busy figure against NVML's utilization: bench/nvml_probe.py, four jobs of
+#          four models (resnet50 b128 training; convnext_tiny and resnext50_32x4d b16
+#          training; vit_small_patch16_224 b8 inference, CUDA graphs on and off), `-p` once
+#          on the modules of three of them, then the example grid (python -m sweeper
+#          +sweep=example, into $S/example); results: bench/results/busy/.
+# A run longer than one sitting can go to the background:
+#     S=/tmp/gpu setsid bash bench/gpu_run.sh busy > /tmp/gpu.log 2>&1 &
+set -u
+cd "$(dirname "$0")/.."
+S=${S:-/tmp/gpu}
+mkdir -p "$S"
+
+log() { echo "[$(date +%T)] $*" | tee -a "$S/progress.log"; }
+
+# $S/bundle.tgz: everything under $S but compile caches and profiler traces. Packed outside
+# $S first: a tarball written inside the folder it packs makes tar fail ("file changed as
+# we read it"), and a reader never sees a half-written one.
+bundle() {
+  tar czf "$S.bundle.tmp" --exclude=cache --exclude=bundle.tgz --exclude='*trace*.json.gz' --exclude='traces' \
+    -C "$(dirname "$S")" "$(basename "$S")" && mv "$S.bundle.tmp" "$S/bundle.tgz"
+}
+
+machine_info() {
+  nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv > "$S/nvidia-smi.csv" 2>&1
+  python3 -c 'import torch, triton, timm; print("torch", torch.__version__, "triton", triton.__version__, "timm", timm.__version__)' \
+    > "$S/versions.txt" 2>&1
+}
+
+# A sweep through Hydra's basic launcher on one GPU: gpu_sweep GPU NAME OVERRIDES...
+gpu_sweep() {
+  local gpu=$1 name=$2; shift 2
+  CUDA_VISIBLE_DEVICES=$gpu python3 -m sweeper hydra/launcher=basic measure.microbench=false "$@" \
+    hydra.sweep.dir="$S/$name" > "$S/$name.log" 2>&1
+  log "$name rc=$?"
+}
+
+busy() {
+  CUDA_VISIBLE_DEVICES=0 python3 bench/nvml_probe.py > "$S/nvml_probe.md" 2> "$S/nvml_probe.err"
+  log "nvml_probe rc=$?"
+  local second=$(( $(nvidia-smi -L | wc -l) > 1 ? 1 : 0 ))  # two tracks on two GPUs, else one after the other
+  {
+    gpu_sweep 0 resnet50 model=resnet50 batch_size=128
+    gpu_sweep 0 vit model=vit_small_patch16_224 batch_size=8 mode=inference cudagraphs=on,off
+    CUDA_VISIBLE_DEVICES=0 python3 bench/run_reference.py --runs 1 "$S/vit/1" > "$S/vit_reference.log" 2>&1
+    log "vit -p rc=$?"
+  } &
+  {
+    gpu_sweep $second small model=convnext_tiny,resnext50_32x4d batch_size=16
+    CUDA_VISIBLE_DEVICES=$second python3 bench/run_reference.py --runs 1 "$S/small/0" "$S/small/1" \
+      > "$S/small_reference.log" 2>&1
+    log "convnext/resnext -p rc=$?"
+  } &
+  wait
+  for d in resnet50 vit small; do python3 -m sweeper.aggregate "$S/$d" > "$S/${d}_aggregate.log" 2>&1; done
+  python3 bench/compare_reference.py "$S/small/0" "$S/small/1" "$S/vit/1" > "$S/compare.md" 2>&1
+  log "compare rc=$?"
+  bundle
+  python3 -m sweeper +sweep=example hydra.sweep.dir="$S/example" > "$S/example.log" 2>&1
+  log "example rc=$?"
+  python3 bench/busy_check.py "$S/example" "$S/resnet50" "$S/vit" "$S/small" > "$S/busy_jobs.md" 2>&1
+  log "busy_check rc=$?"
+  bundle
+}
+
+machine_info
+log "start ${1:-}"
+case "${1:-}" in
+  busy) busy ;;
+  *) echo "usage: bash bench/gpu_run.sh busy" >&2; exit 2 ;;
+esac
+log ALLDONE

@@ -1,0 +1,89 @@
+"""A second instrument for the busy figure: NVML's GPU utilization, read while the compiled
+step runs unprofiled in a steady loop.
+
+NVML's utilization is the driver's own counter: the share of each sample period (1/6 s
+to 1 s, by GPU) in which one or more kernels ran. It sees the step exactly as it runs, with
+no profiler, but only at that coarse grain and only for the whole GPU. The driver keeps a
+ring buffer of timestamped samples (nvmlDeviceGetSamples); the job keeps those that lie
+wholly inside the loop (window_samples, pure, tested on the CPU).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+# A CPU job has no such counter; said in the record instead of a figure.
+NO_GPU_REASON = "no NVIDIA GPU: NVML's utilization counter exists only for a GPU job"
+
+
+def window_samples(samples: list[tuple[int, int]], start_us: int, end_us: int) -> list[tuple[int, int]]:
+    """The (timestamp µs, utilization %) samples whose whole period lies in [start_us, end_us].
+
+    A sample's timestamp marks the end of its period, and the period is the distance to the
+    previous sample's timestamp: so the first sample in the buffer, whose period is unknown,
+    is dropped, and so is any sample whose period began before the loop did."""
+    samples = sorted(samples)
+    inside = []
+    for (prev_ts, _), (ts, value) in zip(samples, samples[1:]):
+        if prev_ts >= start_us and ts <= end_us:
+            inside.append((ts, value))
+    return inside
+
+
+def gpu_handle(pynvml, torch_device: int = 0):
+    """The NVML handle of the GPU that torch calls `torch_device`. NVML numbers every GPU of
+    the machine, whatever CUDA_VISIBLE_DEVICES (set per job by Ray) hides, so the GPU is
+    found by its UUID."""
+    import torch
+
+    uuid = str(torch.cuda.get_device_properties(torch_device).uuid)
+    return pynvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}")
+
+
+def _read_samples(pynvml, handle, since_us: int) -> list[tuple[int, int]]:
+    try:
+        _, samples = pynvml.nvmlDeviceGetSamples(handle, pynvml.NVML_GPU_UTILIZATION_SAMPLES, since_us)
+    except pynvml.NVMLError_NotFound:  # no sample since `since_us`
+        return []
+    return [(int(s.timeStamp), int(s.sampleValue.uiVal)) for s in samples]
+
+
+def utilization_during(loop: Callable[[], None], seconds: float, synchronize: Callable[[], None]) -> dict:
+    """Run `loop()` (one step) over and over for `seconds`, then read NVML's utilization
+    samples of that time. Returns the record's timings.nvml: util_pct (mean of the samples
+    wholly inside the loop), samples, the period between them, the loop's seconds and steps;
+    or util_pct None with the reason."""
+    try:
+        import pynvml
+    except ImportError:
+        return {"util_pct": None, "reason": "nvidia-ml-py is not installed (pip install nvidia-ml-py)"}
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as e:
+        return {"util_pct": None, "reason": f"NVML did not start: {e}"}
+    try:
+        handle = gpu_handle(pynvml)
+        for _ in range(3):  # the loop is steady before its window opens
+            loop()
+        synchronize()
+        start_us = int(time.time() * 1e6)
+        steps, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            loop()
+            steps += 1
+        synchronize()
+        end_us = int(time.time() * 1e6)
+        time.sleep(1.1)  # the sample whose period ends after the loop is written within 1 s
+        inside = window_samples(_read_samples(pynvml, handle, start_us - 2_000_000), start_us, end_us)
+    except pynvml.NVMLError as e:
+        return {"util_pct": None, "reason": f"NVML could not read utilization samples: {e}"}
+    finally:
+        pynvml.nvmlShutdown()
+    out = {"loop_s": round((end_us - start_us) / 1e6, 3), "steps": steps, "samples": len(inside),
+           "values": [v for _, v in inside], "method": "nvmlDeviceGetSamples(NVML_GPU_UTILIZATION_SAMPLES)"}
+    if not inside:
+        return {**out, "util_pct": None, "reason": "no NVML sample lay wholly inside the loop: lengthen measure.nvml_s"}
+    periods = [b - a for (a, _), (b, _) in zip(inside, inside[1:])]
+    out["period_ms"] = round(sorted(periods)[len(periods) // 2] / 1000, 1) if periods else None
+    return {**out, "util_pct": sum(v for _, v in inside) / len(inside)}
