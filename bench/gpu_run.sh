@@ -10,6 +10,8 @@
 #          training; vit_small_patch16_224 b8 inference, CUDA graphs on and off), `-p` once
 #          on the modules of three of them, then the example grid (python -m sweeper
 #          +sweep=example, into $S/example); results: bench/results/busy/.
+#          REFERENCE=0 leaves the `-p` runs out (category shares do not depend on the busy
+#          figure's divisor).
 # A run longer than one sitting can go to the background:
 #     S=/tmp/gpu setsid bash bench/gpu_run.sh busy > /tmp/gpu.log 2>&1 &
 set -u
@@ -48,19 +50,25 @@ busy() {
   {
     gpu_sweep 0 resnet50 model=resnet50 batch_size=128
     gpu_sweep 0 vit model=vit_small_patch16_224 batch_size=8 mode=inference cudagraphs=on,off
-    CUDA_VISIBLE_DEVICES=0 python3 bench/run_reference.py --runs 1 "$S/vit/1" > "$S/vit_reference.log" 2>&1
-    log "vit -p rc=$?"
+    if [ "${REFERENCE:-1}" = 1 ]; then
+      CUDA_VISIBLE_DEVICES=0 python3 bench/run_reference.py --runs 1 "$S/vit/1" > "$S/vit_reference.log" 2>&1
+      log "vit -p rc=$?"
+    fi
   } &
   {
     gpu_sweep $second small model=convnext_tiny,resnext50_32x4d batch_size=16
-    CUDA_VISIBLE_DEVICES=$second python3 bench/run_reference.py --runs 1 "$S/small/0" "$S/small/1" \
-      > "$S/small_reference.log" 2>&1
-    log "convnext/resnext -p rc=$?"
+    if [ "${REFERENCE:-1}" = 1 ]; then
+      CUDA_VISIBLE_DEVICES=$second python3 bench/run_reference.py --runs 1 "$S/small/0" "$S/small/1" \
+        > "$S/small_reference.log" 2>&1
+      log "convnext/resnext -p rc=$?"
+    fi
   } &
   wait
   for d in resnet50 vit small; do python3 -m sweeper.aggregate "$S/$d" > "$S/${d}_aggregate.log" 2>&1; done
-  python3 bench/compare_reference.py "$S/small/0" "$S/small/1" "$S/vit/1" > "$S/compare.md" 2>&1
-  log "compare rc=$?"
+  if [ "${REFERENCE:-1}" = 1 ]; then
+    python3 bench/compare_reference.py "$S/small/0" "$S/small/1" "$S/vit/1" > "$S/compare.md" 2>&1
+    log "compare rc=$?"
+  fi
   bundle
   python3 -m sweeper +sweep=example hydra.sweep.dir="$S/example" > "$S/example.log" 2>&1
   log "example rc=$?"

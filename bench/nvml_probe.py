@@ -18,6 +18,7 @@ import argparse
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -26,6 +27,7 @@ from torch.profiler import ProfilerActivity, profile
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sweeper import trace as tr  # noqa: E402
 from tasks.nvml_util import utilization_during  # noqa: E402
+from tasks.timing import steady_loop  # noqa: E402
 
 
 def spin_us(us: float) -> None:
@@ -50,15 +52,11 @@ def pattern(cycles: int, burst: int, gap_us: float, between_us: float):
 
 
 def measure(fn, seconds: float) -> dict:
-    """busy % as the job computes it and NVML's %, for one pattern."""
-    for _ in range(5):
-        fn()
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        fn()
-        n += 1
-    iter_ms = (time.perf_counter() - t0) * 1000 / n
-    runs = max(20, min(400, n // 10))
+    """busy % as the job computes it and NVML's %, for one pattern: NVML over a steady loop,
+    the kernel intervals of profiled iterations over that loop's time an iteration."""
+    loop, nvml = utilization_during(partial(steady_loop, fn, seconds, "cuda"))
+    iter_ms = loop["step_ms"]
+    runs = max(20, min(400, loop["steps"] // 10))
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(runs):
             fn()
@@ -66,7 +64,6 @@ def measure(fn, seconds: float) -> dict:
         prof.export_chrome_trace(f"{tmp}/t.json")
         kernels = tr.device_kernels(tr.load_trace(f"{tmp}/t.json"))
     union_ms = tr.union_us((k.start_us, k.end_us) for k in kernels) / 1000 / runs
-    nvml = utilization_during(fn, seconds, torch.cuda.synchronize)
     return {"iter_ms": iter_ms, "kernels_per_iter": len(kernels) / runs, "busy_pct": min(100.0, union_ms / iter_ms * 100),
             "nvml_pct": nvml.get("util_pct"), "nvml_samples": nvml.get("samples"), "period_ms": nvml.get("period_ms"),
             "nvml_reason": nvml.get("reason")}

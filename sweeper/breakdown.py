@@ -82,12 +82,15 @@ def breakdown(
     runs: int,
     span: tuple[float, float] | None = None,
     wall_ms: float | None = None,
+    busy_wall_ms: float | None = None,
 ) -> dict:
     """Per-category totals and the kernel table of `runs` profiled runs.
 
     Times are per run (divided by `runs`). `span` (the profiled span) bounds the kernel
     intervals whose union gives the busy figures; `wall_ms` (unprofiled wall time of one
-    run) is what busy_pct and the reference-style figures divide by.
+    run) is what the reference-style figures divide by, and busy_pct too unless
+    `busy_wall_ms` is given: the step's mean over a steady loop of several seconds
+    (tasks/timing.steady_loop), which averages the host's launch-speed levels.
     """
     if runs <= 0:
         raise ValueError("runs must be positive")
@@ -147,6 +150,7 @@ def breakdown(
         "wall_ms": wall_ms,
         "busy_pct_reference_style": pct_of_wall(device_ms),
         "busy_ms": None,
+        "busy_wall_ms": busy_wall_ms or wall_ms,
         **busy_figures(None, wall_ms),
         "busy_pct_profiled_span": None,
         "span_ms": None,
@@ -157,7 +161,7 @@ def breakdown(
         busy_us = union_us(clip(kernels, start, end))
         result["span_ms"] = (end - start) / 1000
         result["busy_ms"] = busy_us / 1000 / runs
-        result.update(busy_figures(result["busy_ms"], wall_ms))
+        result.update(busy_figures(result["busy_ms"], result["busy_wall_ms"]))
         result["busy_pct_profiled_span"] = busy_us / (end - start) * 100 if end > start else None
     return result
 

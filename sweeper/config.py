@@ -51,10 +51,11 @@ class MeasureConfig:
     # Python's automatic garbage collection off inside timed and profiled loops, as timeit
     # does: a full collection of the compiler's heap stalls a round (tasks/gc_watch.py)
     pause_gc: bool = True
-    # GPU: seconds of the unprofiled compiled step in a steady loop while NVML's utilization
-    # counter is read (tasks/nvml_util.py), the second instrument for the busy figure
-    # (0: not read). Its samples come every 1/6 s to 1 s, so a few seconds give several.
-    nvml_s: float = 4.0
+    # Seconds of the unprofiled compiled step in a steady loop (tasks/timing.steady_loop):
+    # the busy figure's divisor, and on a GPU the window over which NVML's utilization
+    # counter is read (tasks/nvml_util.py), whose samples come every 1/6 s to 1 s.
+    # 0: no loop (busy divides by the timed steps' median; no NVML reading).
+    steady_loop_s: float = 4.0
     eager: bool = True  # also time the eager step (for the speedup)
     microbench: bool = True  # GPU: standalone benchmarks of the kernels holding 80% of Triton time
     # ...within this share of the job's compile-and-warm-up seconds (0: no limit). Every kernel

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 # 2: busy_pct is the union of kernel intervals over the *unprofiled* wall time; the
-#    profiled span's figure moved to busy_pct_profiled_span; timings.nvml. Version 1
+#    profiled span's figure moved to busy_pct_profiled_span; timings.steady_loop and
+#    timings.nvml. Version 1
 #    records are upgraded on read (upgrade()).
 SCHEMA_VERSION = 2
 RESULT_FILE = "result.json"
@@ -123,7 +124,8 @@ def upgrade(record: Any) -> Any:
         span_pct, span_ms, runs = b.get("busy_pct"), b.get("span_ms"), b.get("runs")
         b["busy_pct_profiled_span"] = span_pct
         b["busy_ms"] = span_pct / 100 * span_ms / runs if None not in (span_pct, span_ms) and runs else None
-        b.update(busy_figures(b["busy_ms"], b.get("wall_ms")))
+        b["busy_wall_ms"] = b.get("wall_ms")
+        b.update(busy_figures(b["busy_ms"], b["busy_wall_ms"]))
     record["schema_version"] = SCHEMA_VERSION
     record["upgraded_from_schema"] = 1
     return record

@@ -139,7 +139,8 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
     from tasks.module_thread import on_step_thread
     from tasks.modules_profile import finish_timing, prepare_module, profile_module, skipped_module, timing_round
     from tasks.profiling import analyse, profile_calls
-    from tasks.timing import launch_probe_us, peak_memory_mb, peak_memory_reset, rounds_in_turn, synchronize, time_calls
+    from tasks.timing import (launch_probe_us, peak_memory_mb, peak_memory_reset, rounds_in_turn, steady_loop,
+                              synchronize, time_calls)
     from tasks.workload import build_workload, resolve_amp_dtype
     from sweeper.breakdown import spread
 
@@ -243,16 +244,19 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
     if "eager_step_ms" in timings:
         timings["speedup"] = timings["eager_step_ms"]["median"] / timings["compiled_step_ms"]["median"]
 
-    if device == "cuda" and measure["nvml_s"] > 0:
-        phase("nvml")  # the second instrument for the busy figure, on the unprofiled step
-        from tasks.nvml_util import utilization_during
+    if measure["steady_loop_s"] > 0:
+        # the unprofiled step over seconds: the busy figure's divisor, and NVML's window
+        phase("steady_loop")
+        from tasks import nvml_util
 
-        timings["nvml"] = utilization_during(step, measure["nvml_s"], partial(synchronize, device))
-        say(f"NVML utilization {_pct(timings['nvml'].get('util_pct'))} over {timings['nvml'].get('loop_s')} s")
+        run_loop = partial(steady_loop, step, measure["steady_loop_s"], device)
+        if device == "cuda":
+            timings["steady_loop"], timings["nvml"] = nvml_util.utilization_during(run_loop)
+            say(f"NVML utilization {_pct(timings['nvml'].get('util_pct'))} over {timings['steady_loop']['loop_s']} s")
+        else:
+            timings["steady_loop"], timings["nvml"] = run_loop(), {"util_pct": None, "reason": nvml_util.NO_GPU_REASON}
     else:
-        from tasks.nvml_util import NO_GPU_REASON
-
-        timings["nvml"] = {"util_pct": None, "reason": NO_GPU_REASON if device != "cuda" else "measure.nvml_s=0"}
+        timings["nvml"] = {"util_pct": None, "reason": "measure.steady_loop_s=0: no steady loop to read it over"}
 
     phase("time_modules")  # every unprofiled measurement comes before any profile
     record["artifacts"]["modules"] = copy_modules(capture.modules, job_dir / "modules")
@@ -290,7 +294,8 @@ def _chain(cfg: dict, job_dir: Path, record: dict, phase) -> None:
     trace = job_dir / "traces" / "step.json.gz"
     events = profile_calls(step, measure["profile_steps"], device, "sweeper.step", trace)
     record["step"] = analyse(events, device, "sweeper.step", measure["profile_steps"],
-                             timings["compiled_step_ms"]["median"])
+                             timings["compiled_step_ms"]["median"],
+                             busy_wall_ms=(timings.get("steady_loop") or {}).get("step_ms"))
     record["artifacts"]["traces"]["step"] = str(trace)
     del events
 

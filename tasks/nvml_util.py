@@ -49,41 +49,34 @@ def _read_samples(pynvml, handle, since_us: int) -> list[tuple[int, int]]:
     return [(int(s.timeStamp), int(s.sampleValue.uiVal)) for s in samples]
 
 
-def utilization_during(loop: Callable[[], None], seconds: float, synchronize: Callable[[], None]) -> dict:
-    """Run `loop()` (one step) over and over for `seconds`, then read NVML's utilization
-    samples of that time. Returns the record's timings.nvml: util_pct (mean of the samples
-    wholly inside the loop), samples, the period between them, the loop's seconds and steps;
-    or util_pct None with the reason."""
+def utilization_during(run_loop: Callable[[], dict]) -> tuple[dict, dict]:
+    """Run `run_loop()` (timing.steady_loop over the step: it returns its start_us and
+    end_us) and read NVML's utilization samples of that time. Returns the loop's figures
+    and the record's timings.nvml: util_pct (mean of the samples wholly inside the loop),
+    samples, values and the period between them; or util_pct None with the reason."""
     try:
         import pynvml
     except ImportError:
-        return {"util_pct": None, "reason": "nvidia-ml-py is not installed (pip install nvidia-ml-py)"}
+        return run_loop(), {"util_pct": None, "reason": "nvidia-ml-py is not installed (pip install nvidia-ml-py)"}
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as e:
-        return {"util_pct": None, "reason": f"NVML did not start: {e}"}
+        return run_loop(), {"util_pct": None, "reason": f"NVML did not start: {e}"}
     try:
         handle = gpu_handle(pynvml)
-        for _ in range(3):  # the loop is steady before its window opens
-            loop()
-        synchronize()
-        start_us = int(time.time() * 1e6)
-        steps, t0 = 0, time.perf_counter()
-        while time.perf_counter() - t0 < seconds:
-            loop()
-            steps += 1
-        synchronize()
-        end_us = int(time.time() * 1e6)
+        loop = run_loop()
         time.sleep(1.1)  # the sample whose period ends after the loop is written within 1 s
-        inside = window_samples(_read_samples(pynvml, handle, start_us - 2_000_000), start_us, end_us)
+        inside = window_samples(_read_samples(pynvml, handle, loop["start_us"] - 2_000_000),
+                                loop["start_us"], loop["end_us"])
     except pynvml.NVMLError as e:
-        return {"util_pct": None, "reason": f"NVML could not read utilization samples: {e}"}
+        return loop, {"util_pct": None, "reason": f"NVML could not read utilization samples: {e}"}
     finally:
         pynvml.nvmlShutdown()
-    out = {"loop_s": round((end_us - start_us) / 1e6, 3), "steps": steps, "samples": len(inside),
-           "values": [v for _, v in inside], "method": "nvmlDeviceGetSamples(NVML_GPU_UTILIZATION_SAMPLES)"}
+    out = {"samples": len(inside), "values": [v for _, v in inside],
+           "method": "nvmlDeviceGetSamples(NVML_GPU_UTILIZATION_SAMPLES)"}
     if not inside:
-        return {**out, "util_pct": None, "reason": "no NVML sample lay wholly inside the loop: lengthen measure.nvml_s"}
+        return loop, {**out, "util_pct": None,
+                      "reason": "no NVML sample lay wholly inside the loop: lengthen measure.steady_loop_s"}
     periods = [b - a for (a, _), (b, _) in zip(inside, inside[1:])]
     out["period_ms"] = round(sorted(periods)[len(periods) // 2] / 1000, 1) if periods else None
-    return {**out, "util_pct": sum(v for _, v in inside) / len(inside)}
+    return loop, {**out, "util_pct": sum(v for _, v in inside) / len(inside)}

@@ -39,9 +39,11 @@ def profile_calls(fn: Callable[[], object], n: int, device: str, label: str, tra
     return tr.load_trace(trace_path)
 
 
-def analyse(events: list[dict], device: str, label: str, runs: int, wall_ms: float | None) -> dict:
+def analyse(events: list[dict], device: str, label: str, runs: int, wall_ms: float | None,
+            busy_wall_ms: float | None = None) -> dict:
     """Breakdown of profiled calls: device kernels on a GPU; on a CPU, the C++ kernels and
-    ATen ops run inside the labelled ranges."""
+    ATen ops run inside the labelled ranges. busy_wall_ms: the busy figure's divisor, where
+    it is not wall_ms (breakdown.breakdown)."""
     ranges = tr.annotation_ranges(events, label)
     if device == "cuda":
         kernels = tr.device_kernels(events)
@@ -52,4 +54,4 @@ def analyse(events: list[dict], device: str, label: str, runs: int, wall_ms: flo
             if any(s <= k.start_us and k.end_us <= e for s, e in ranges)
         ]
     span = bd.profiled_span(kernels, ranges)
-    return bd.breakdown(kernels, runs=runs, span=span, wall_ms=wall_ms)
+    return bd.breakdown(kernels, runs=runs, span=span, wall_ms=wall_ms, busy_wall_ms=busy_wall_ms)

@@ -92,6 +92,28 @@ def rounds_in_turn(rounds: dict[str, Callable[[], object]], min_rounds: int, max
     return taken, failed
 
 
+def steady_loop(fn: Callable[[], object], seconds: float, device: str) -> dict:
+    """Call `fn` back to back (as time_calls does, no wait between calls) for `seconds`,
+    after 3 calls to settle: the step's mean time over seconds rather than milliseconds.
+    Why: the host's launch speed switches every 0.2 to 4 s on the H200 VM
+    (docs/findings.md), so a launch-bound step's 20 timed steps are a snapshot of one level,
+    where a few seconds average the levels; and NVML's utilization (tasks/nvml_util.py) is
+    read over this very loop, so both busy instruments see the same seconds. Returns
+    step_ms, steps, loop_s, and start_us / end_us (wall clock, for NVML's timestamps)."""
+    with paused():  # a full collection of the compiler's heap stalled a loop for 1 s
+        for _ in range(3):
+            fn()
+        synchronize(device)
+        start_us, t0, steps = int(time.time() * 1e6), time.perf_counter(), 0
+        while time.perf_counter() - t0 < seconds or steps == 0:
+            fn()
+            steps += 1
+        synchronize(device)
+        loop_s, end_us = time.perf_counter() - t0, int(time.time() * 1e6)
+    return {"step_ms": loop_s * 1000 / steps, "steps": steps, "loop_s": round(loop_s, 3),
+            "start_us": start_us, "end_us": end_us}
+
+
 def probed_round(fn: Callable[[], object], device: str, calls: int) -> tuple[float, float]:
     """One timed round of `calls` calls waiting for the device after each (time_calls_synced),
     with a reading of the host's launch speed just before it: (milliseconds a call, µs a

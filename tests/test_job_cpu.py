@@ -17,7 +17,7 @@ from sweeper.trace import load_trace
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["image_size=32", "batch_size=2", "measure.timed_steps=3", "measure.warmup_steps=2",
          "measure.profile_steps=2", "measure.module_rounds=3", "measure.module_calls_per_round=2",
-         "measure.module_profile_calls=2"]
+         "measure.module_profile_calls=2", "measure.steady_loop_s=0.5"]
 
 
 def sweep(sweep_dir, *overrides, timeout=900, env=None):
@@ -110,8 +110,12 @@ def test_training_job_step_breakdown_and_traces(training_job):
     step = rec["step"]
     assert step["runs"] == 2
     assert 0 < step["busy_pct"] <= 100
-    # the busy figure divides the kernel intervals per step by the unprofiled step time
-    uncapped = step["busy_ms"] / rec["timings"]["compiled_step_ms"]["median"] * 100
+    # the busy figure divides the kernel intervals per step by the unprofiled step's mean
+    # time over the steady loop
+    loop = rec["timings"]["steady_loop"]
+    assert loop["steps"] >= 1 and loop["step_ms"] == pytest.approx(loop["loop_s"] * 1000 / loop["steps"], rel=1e-3)
+    assert step["busy_wall_ms"] == loop["step_ms"]
+    uncapped = step["busy_ms"] / loop["step_ms"] * 100
     assert step["busy_pct_uncapped"] == pytest.approx(uncapped)
     assert step["busy_pct"] == pytest.approx(min(100.0, uncapped)) and step["busy_capped"] == (uncapped > 100)
     assert 0 < step["busy_pct_profiled_span"] <= 100
