@@ -1,9 +1,9 @@
-"""The example report under docs/example-report: issue 5's example grid as it ran on two
-H200s (third session, bench/results/h200_session3.md):
+"""The example report under docs/example-report: the example grid as it ran on two H200s
+(bench/results/busy/):
 
-    python -m sweeper +sweep=example        # on the GPU machine: 6 jobs, 8.4 min on two H200s
+    python -m sweeper +sweep=example        # on a GPU machine: 6 jobs, 6.0 min on two H200s
 
-Its records and summary are committed (tests/fixtures/h200/session3); this script
+Its records and summary are committed (tests/fixtures/h200/example); this script
 re-aggregates them, as `python -m sweeper.aggregate <sweep>` does over a sweep folder,
 so that the example follows the report's current version.
 
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from sweeper.aggregate import aggregate  # noqa: E402
 
-FIXTURES = ROOT / "tests" / "fixtures" / "h200" / "session3"
+FIXTURES = ROOT / "tests" / "fixtures" / "h200" / "example"
 
 
 def main() -> int:
@@ -48,10 +48,10 @@ def main() -> int:
 
 
 def build(sweep: Path) -> Path:
-    summary = json.loads(gzip.decompress((FIXTURES / "example.summary.json.gz").read_bytes()))
+    summary = json.loads(gzip.decompress((FIXTURES / "summary.json.gz").read_bytes()))
     for entry in summary["jobs"]:
         num = entry["num"]
-        rec = gzip.decompress((FIXTURES / f"example_{num}.result.json.gz").read_bytes())
+        rec = gzip.decompress((FIXTURES / f"{num}.result.json.gz").read_bytes())
         (sweep / str(num)).mkdir(parents=True)
         (sweep / str(num) / "result.json").write_bytes(rec)
     (sweep / "summary.json").write_text(json.dumps(summary, indent=1))

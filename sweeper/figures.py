@@ -81,9 +81,9 @@ def busy_figure(jobs: pd.DataFrame, out_dir: Path) -> Figure:
         return Figure("busy", title, None, "no finished job has a profiled step")
     # Grouped by model, then variant, so that e.g. cudagraphs on against off sit together.
     ok = ok.sort_values(["model", "batch_size", "label"])
-    bars = [("busy_pct", "kernel intervals per step / unprofiled step time"),
-            ("nvml_util_pct", "NVML utilization, unprofiled step in a loop"),
-            ("busy_pct_reference_style", "summed kernel time / step time (as -p prints)")]
+    bars = [("busy_pct", "busy: kernel intervals / step time"),
+            ("nvml_util_pct", "NVML utilization"),
+            ("busy_pct_reference_style", "summed kernel time / step time (-p)")]
     bars = [(col, text) for col, text in bars if col in ok and ok[col].notna().any()]
     width = 0.8 / len(bars)
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(ok) + 2), 4.5))
@@ -92,10 +92,12 @@ def busy_figure(jobs: pd.DataFrame, out_dir: Path) -> Figure:
         ax.bar([i - 0.4 + width * (n + 0.5) for i in x], ok[col], width=width, label=text)
     ax.set_xticks(list(x), ok["label"], rotation=20, ha="right", fontsize=8)
     ax.set_xlim(-0.8, len(ok) - 0.2)
-    ax.set_ylim(0, max(100.0, float(ok[[c for c, _ in bars]].max().max()) * 1.05))
+    top = max(100.0, float(ok[[c for c, _ in bars]].max().max()))
+    ax.axhline(100, color="0.5", linewidth=0.8, linestyle="--")
+    ax.set_ylim(0, top * 1.22)  # headroom for the key, above the bars
     ax.set_ylabel("GPU busy (%)" if (ok["device"] == "cuda").any() else "device busy (%)")
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper center", ncol=len(bars), frameon=False)
     return Figure("busy", title, _save(fig, out_dir, "busy"), None, tuple(ok["label"]))
 
 

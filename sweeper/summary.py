@@ -19,7 +19,7 @@ LAST_SWEEP: dict | None = None
 
 # The phases whose figures are timings and profiles (tasks/job.py): other work on the host
 # during them moves launch-bound figures.
-MEASURING_PHASES = ("timing", "time_modules", "profile_step", "profile_modules")
+MEASURING_PHASES = ("timing", "steady_loop", "time_modules", "profile_step", "profile_modules")
 
 
 def busy_while_measuring(timings: dict) -> float | None:

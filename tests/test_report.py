@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from sweeper import summary as sm
+from sweeper.record import read_record
 from sweeper.aggregate import aggregate, load_sweep
 from sweeper.categories import CATEGORIES
 
@@ -28,7 +29,7 @@ def make_sweep(root: Path, name: str = "gpu-sweep") -> tuple[Path, dict[int, dic
     sweep = root / name
     entries, records = [], {}
     for num, name in enumerate(FIXTURES):
-        rec = json.loads(gzip.decompress((SESSION2 / f"{name}.result.json.gz").read_bytes()))
+        rec = read_record(SESSION2 / f"{name}.result.json.gz")  # as every reader does: version 1 read as 2
         job_dir = sweep / str(num)
         job_dir.mkdir(parents=True)
         (job_dir / "result.json").write_text(json.dumps(rec))

@@ -1,6 +1,6 @@
-"""The aggregator on a whole real GPU sweep: issue 5's example grid as it ran on two H200s
-(`python -m sweeper +sweep=example`, bench/results/h200_session3.md), its six records and
-summary committed under tests/fixtures/h200/session3. Re-aggregated here, as
+"""The aggregator on a whole real GPU sweep: the example grid as it ran on two H200s
+(`python -m sweeper +sweep=example`, bench/results/busy/), its six records and summary
+committed under tests/fixtures/h200/example. Re-aggregated here, as
 `python -m sweeper.aggregate` does over an existing sweep folder."""
 
 import gzip
@@ -12,16 +12,16 @@ import pytest
 
 from sweeper.aggregate import aggregate
 
-FIX = Path(__file__).parent / "fixtures" / "h200" / "session3"
+FIX = Path(__file__).parent / "fixtures" / "h200" / "example"
 
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory):
-    sweep = tmp_path_factory.mktemp("s3") / "example"
-    summary = json.loads(gzip.decompress((FIX / "example.summary.json.gz").read_bytes()))
+    sweep = tmp_path_factory.mktemp("gpu") / "example"
+    summary = json.loads(gzip.decompress((FIX / "summary.json.gz").read_bytes()))
     records = {}
     for n in range(6):
-        rec = json.loads(gzip.decompress((FIX / f"example_{n}.result.json.gz").read_bytes()))
+        rec = json.loads(gzip.decompress((FIX / f"{n}.result.json.gz").read_bytes()))
         (sweep / str(n)).mkdir(parents=True)
         (sweep / str(n) / "result.json").write_text(json.dumps(rec))
         records[n] = rec
@@ -66,14 +66,14 @@ def test_report_shows_standalone_figures_and_all_figures(example):
     shown = [r for rec in records.values() for r in rec["kernel_table"]["rows"]
              if r.get("standalone_ms") and f"<td class='num'>{r['standalone_ms']:.4f}</td>" in page]
     assert shown  # the costliest kernels' table carries their standalone times
-    assert "benchmark_all_configs over" in page
+    assert "candidate configs" in page  # the headroom column says how it was measured
     assert "+sweep=example" in page
 
 
 def test_jobs_whose_timed_rounds_varied_are_named(example):
-    """On the H200, densenet121 b16 (job 0) timed its compiled step in rounds whose IQR was
-    25% of their median (its backward module 23%); mixnet_l (job 2) held within 5%. The
-    jobs table says so, and the report's note names the jobs at or over the threshold."""
+    """On the H200, resnet18 b32 inference (job 4) timed its module in rounds whose IQR was
+    52% of their median; mixnet_l with CUDA graphs (job 3) held within 1%. The jobs table
+    says so, and the report's note names the jobs at or over the threshold."""
     from sweeper.aggregate import UNSTEADY_TIMING_PCT
     from sweeper.summary import timing_iqr_pct
 
@@ -83,10 +83,35 @@ def test_jobs_whose_timed_rounds_varied_are_named(example):
         walls = [rec["timings"]["compiled_step_ms"]] + [m["wall_ms"] for m in rec.get("modules") or [] if m.get("wall_ms")]
         expected = max(100 * w["iqr"] / w["median"] for w in walls)
         assert jobs.loc[n, "timing_iqr_pct"] == pytest.approx(expected, abs=0.05) == timing_iqr_pct(rec)
-    assert jobs.loc[0, "timing_iqr_pct"] >= UNSTEADY_TIMING_PCT > jobs.loc[2, "timing_iqr_pct"]
+    assert jobs.loc[4, "timing_iqr_pct"] >= UNSTEADY_TIMING_PCT > jobs.loc[3, "timing_iqr_pct"]
     page = report_path.read_text()
     note = next(line for line in page.splitlines() if "timed rounds of these jobs varied" in line)
-    assert "#0 (IQR 25% of the median)" in note
+    assert "#4 (IQR 52% of the median)" in note
     flagged = [n for n in records if f"#{n} (IQR" in note]
     assert flagged == [n for n in records if jobs.loc[n, "timing_iqr_pct"] >= UNSTEADY_TIMING_PCT]
     assert "rounds IQR %" in page
+
+
+def test_busy_figure_and_nvml_side_by_side_and_the_gaps_named(example):
+    """Both busy instruments per job, as the H200 measured them: the jobs table carries
+    busy_pct and nvml_util_pct from the records, the busy figure draws both, and the
+    report's note names exactly the jobs where they differ by more than 7 points
+    (densenet121 b16 without CUDA graphs, resnet18 with max-autotune: docs/method.md)."""
+    from sweeper.aggregate import BUSY_NVML_GAP_PP
+
+    sweep, records, report_path = example
+    jobs = pd.read_parquet(sweep / "tables" / "jobs.parquet").set_index("job")
+    gaps = {}
+    for n, rec in records.items():
+        assert jobs.loc[n, "busy_pct"] == pytest.approx(rec["step"]["busy_pct"])
+        assert jobs.loc[n, "nvml_util_pct"] == pytest.approx(rec["timings"]["nvml"]["util_pct"])
+        # the busy figure divides by the steady loop's step time, the seconds NVML read
+        assert rec["step"]["busy_wall_ms"] == rec["timings"]["steady_loop"]["step_ms"]
+        assert 0 < jobs.loc[n, "busy_pct"] <= 100
+        gaps[n] = abs(jobs.loc[n, "nvml_util_pct"] - jobs.loc[n, "busy_pct"])
+    over = sorted(n for n, gap in gaps.items() if gap > BUSY_NVML_GAP_PP)
+    assert over == [0, 5]
+    page = report_path.read_text()
+    assert "<th>busy %</th><th>NVML util %</th>" in page
+    note = next(line for line in page.splitlines() if "differ by more than 7 points" in line)
+    assert all(f"#{n} (busy" in note for n in over) and "#2 (busy" not in note
