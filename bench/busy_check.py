@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from sweeper.aggregate import BUSY_NVML_GAP_PP, load_sweep  # noqa: E402
-from sweeper.tables import job_label  # noqa: E402
+from sweeper.reporting.load import load_sweep  # noqa: E402
+from sweeper.reporting.notes import BUSY_NVML_GAP_PP  # noqa: E402
+from sweeper.reporting.tables import job_label  # noqa: E402
 
 
 def _f(x, fmt="{:.1f}") -> str:

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from sweeper.module_source import kernel_definitions  # noqa: E402
+from sweeper.analysis.module_source import kernel_definitions  # noqa: E402
 
 job, dest = Path(sys.argv[1]), Path(sys.argv[2])
 dest.mkdir(parents=True, exist_ok=True)

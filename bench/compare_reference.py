@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from sweeper.breakdown import wall_figure  # noqa: E402
+from sweeper.analysis.breakdown import wall_figure  # noqa: E402
 from sweeper.record import read_record  # noqa: E402
-from sweeper.reference import compare, parse_tabulate  # noqa: E402
+from sweeper.analysis.reference import compare, parse_tabulate  # noqa: E402
 
 SHORT = {"triton_pointwise": "poi", "triton_reduction": "red", "triton_persistent_reduction": "per",
          "triton_unknown": "tri?", "unknown": "other"}

@@ -33,7 +33,7 @@ python3 - "$S" <<'PY'
 import json, shutil, sys
 from pathlib import Path
 sys.path.insert(0, ".")
-from sweeper.module_source import kernel_definitions
+from sweeper.analysis.module_source import kernel_definitions
 S = Path(sys.argv[1]); fx = S / "fixtures"; fx.mkdir(exist_ok=True)
 rec = json.load(open(S / "resnet18/0/result.json"))
 for m in rec["modules"]:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sweeper.record import read_record  # noqa: E402
-from sweeper.reference import harness_env  # noqa: E402
+from sweeper.analysis.reference import harness_env  # noqa: E402
 
 _TOOK = re.compile(r"^(\d+\.\d+)$", re.M)  # print_performance: seconds per call, 6 decimals
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sweeper.record import read_record  # noqa: E402
-from sweeper.reference import harness_env  # noqa: E402
+from sweeper.analysis.reference import harness_env  # noqa: E402
 
 _MS = re.compile(r"^\s*([0-9.]+)ms\s+([0-9.]+)GB\s+([0-9.]+)GB/s", re.M)
 

@@ -25,7 +25,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from sweeper import trace as tr  # noqa: E402
+from sweeper.analysis import trace as tr  # noqa: E402
 from tasks.nvml_util import utilization_during  # noqa: E402
 from tasks.timing import steady_loop  # noqa: E402
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sweeper.record import read_record  # noqa: E402
-from sweeper.reference import LAUNCH_PROBE_LINE, harness_env  # noqa: E402
+from sweeper.analysis.reference import LAUNCH_PROBE_LINE, harness_env  # noqa: E402
 from tasks.timing import launch_probe_us  # noqa: E402
 
 

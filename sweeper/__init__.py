@@ -1,11 +1,16 @@
 """sweeper: where does the GPU time of a torch.compile'd model go?
 
-The package is split the way data flows (see README "Layout"):
-  config / models / validate  what a job is
-  trace / categories / breakdown / module_source   pure analysis of captured files
-  record                      the versioned result.json schema
-  __main__                    the Hydra entry point that launches jobs
-The code that touches torch.compile, the GPU and subprocesses lives in tasks/.
+The package follows the data (docs/architecture.md):
+  __main__      the command `python -m sweeper`: Hydra composes the sweep, a launcher runs it
+  sweep/        what a job is and how a sweep folder is kept: config, checks, the job's
+                process, summary.json
+  record        the versioned result.json schema, shared by the job, the launchers and
+                every reader
+  analysis/     pure analysis of captured files: traces, kernel categories, breakdowns
+  reporting/    tables, figures, notes and report.html from a sweep folder's records
+  aggregate, history   the commands over finished sweeps
+The job process itself (torch.compile, the GPU, profiles) is the package tasks/; the Ray
+launcher is the Hydra plugin hydra_plugins/sweeper_ray.
 """
 
 __version__ = "0.1.0"

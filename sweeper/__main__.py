@@ -17,11 +17,11 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from sweeper import summary as sm
-from sweeper.config import register
-from sweeper.launch import failed_record, progress_printer, run_job_process
+from sweeper.sweep import summary as sm
+from sweeper.sweep.config import register
+from sweeper.sweep.job_process import failed_record, progress_printer, run_job_process
 from sweeper.record import write_record
-from sweeper.validate import job_problems
+from sweeper.sweep.validate import job_problems
 
 register()
 

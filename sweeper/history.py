@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweeper.aggregate import AggregateError, aggregate
-from sweeper.tables import JOB_SHARE_PREFIX
+from sweeper.aggregate import aggregate
+from sweeper.reporting.load import AggregateError
+from sweeper.reporting.tables import JOB_SHARE_PREFIX
 
 # The PyTorch benchmark dashboard flags a 5% change in a model's time.
 DEFAULT_THRESHOLD_PCT = 5.0
@@ -110,7 +111,7 @@ def compare_text(table: pd.DataFrame, old: Path, new: Path, threshold_pct: float
 
 
 def trend_figure(sweeps: list[Path], out: Path) -> tuple[Path, pd.DataFrame]:
-    from sweeper.figures import plt, save  # matplotlib, set up for files only
+    from sweeper.reporting.figures import plt, save  # matplotlib, set up for files only
 
     rows = []
     for i, s in enumerate(sweeps):

@@ -19,6 +19,9 @@ from typing import Any
 #    records are upgraded on read (upgrade()).
 SCHEMA_VERSION = 2
 RESULT_FILE = "result.json"
+# What a job process (tasks/job.py) hands its launcher (sweeper/sweep/job_process.py):
+# result.json in its folder, and on its output progress lines that start with this mark.
+PHASE_MARK = "[sweeper]"
 STATUSES = ("ok", "failed", "skipped")
 
 
@@ -114,7 +117,7 @@ def upgrade(record: Any) -> Any:
     Version 1's busy_pct was the union of kernel intervals over the profiled span. That
     union per run is busy_pct x span_ms / runs, so the unprofiled figure of version 2
     follows from what version 1 kept, and old sweeps can be re-aggregated and compared."""
-    from sweeper.breakdown import busy_figures
+    from sweeper.analysis.breakdown import busy_figures
 
     if not isinstance(record, dict) or record.get("schema_version") != 1:
         return record

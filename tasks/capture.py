@@ -13,7 +13,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweeper.module_source import parse_module
+from sweeper.analysis.module_source import parse_module
+from tasks.inductor_internals import compiled_graph_class
 
 _TRACE_LOGGER = "torch.__trace"
 
@@ -80,17 +81,17 @@ def loaded_module(path: str):
     """The module object this process already loaded for `path`, kernels and all, so that
     profiling it costs no second load (the `-p` harness reloads and re-tunes every kernel in
     a fresh process: 64 s for mixnet_l's forward by hand)."""
-    from torch._inductor.codecache import PyCodeCache
+    from tasks.inductor_internals import load_code_module, loaded_code_modules
 
-    for mod in reversed(PyCodeCache.modules):
+    modules, modules_by_path = loaded_code_modules()
+    for mod in reversed(modules):
         if str(Path(getattr(mod, "__file__", "") or "").resolve()) == path:
             return mod
-    mod = PyCodeCache.modules_no_attr.get(path)
+    mod = modules_by_path.get(path)
     if mod is not None:
         return mod
     # Not loaded here (should not happen after a compile in this process): load it.
-    key = Path(path).stem
-    return PyCodeCache.load_by_key_path(key, path)
+    return load_code_module(path)
 
 
 def copy_modules(modules: list[CapturedModule], dest: Path) -> dict[str, str]:
@@ -197,8 +198,7 @@ class InputCapture:
         self._orig = None
 
     def __enter__(self) -> "InputCapture":
-        from torch._inductor.output_code import CompiledFxGraph
-
+        CompiledFxGraph = compiled_graph_class()
         orig = CompiledFxGraph.__call__
         capture = self
 
@@ -213,6 +213,4 @@ class InputCapture:
         return self
 
     def __exit__(self, *exc) -> None:
-        from torch._inductor.output_code import CompiledFxGraph
-
-        CompiledFxGraph.__call__ = self._orig
+        compiled_graph_class().__call__ = self._orig

@@ -4,11 +4,13 @@ process on the module objects it already loaded."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import torch
 
-from sweeper.breakdown import spread, wall_figure
+from sweeper.analysis.breakdown import spread, wall_figure
 from tasks.capture import CapturedModule, loaded_module
 from tasks.profiling import analyse, profile_calls
 from tasks.timing import probed_round, synchronize, time_calls
@@ -41,12 +43,26 @@ def skipped_module(m: CapturedModule, note: str) -> dict:
     return entry
 
 
-def prepare_module(m: CapturedModule, device: str, inputs: list | None) -> dict:
+@dataclass
+class ModuleRun:
+    """One module's record entry and, apart from it, the live call that times and profiles
+    it: the entry becomes JSON, the call never does."""
+
+    entry: dict
+    call: Callable[[], object] | None = None
+
+    def fail(self, what: str, reason: str) -> "ModuleRun":
+        """One module's failure is noted in its entry, not fatal to the job."""
+        self.call = None
+        self.entry.update(status="failed", note=f"{what} failed: {reason}")
+        return self
+
+
+def prepare_module(m: CapturedModule, device: str, inputs: list | None) -> ModuleRun:
     """Load one compiled module, pick its inputs (the real inputs of a step, see
     capture.InputCapture, or else its own get_args()) and warm it up. Returns the module's
-    entry of the record, holding the call for the timing rounds (tasks/job.py takes them
-    in turn across the modules, timing.rounds_in_turn), finish_timing() and
-    profile_module()."""
+    entry with the call for the timing rounds (tasks/phases.py takes them in turn across
+    the modules, timing.rounds_in_turn), finish_timing() and profile_module()."""
     started = time.perf_counter()
     entry = _entry(m)
     mod = loaded_module(m.path)
@@ -55,7 +71,7 @@ def prepare_module(m: CapturedModule, device: str, inputs: list | None) -> dict:
     elif hasattr(mod, "get_args"):
         args, entry["inputs"] = mod.get_args(), "get_args() (random benchmark inputs)"
     else:
-        return skipped_module(m, "no inputs: the step never called this module and it has no get_args()")
+        return ModuleRun(skipped_module(m, "no inputs: the step never called this module and it has no get_args()"))
 
     def call():
         return mod.call(list(args))  # call() clears the list it is given
@@ -65,43 +81,43 @@ def prepare_module(m: CapturedModule, device: str, inputs: list | None) -> dict:
         call()
     synchronize(device)
     entry["warmup_s"] = round(time.perf_counter() - t0, 3)
-    entry["_call"] = call  # dropped from the record by profile_module()
     entry["seconds"] = time.perf_counter() - started  # finish_timing() adds its rounds' seconds
-    return entry
+    return ModuleRun(entry, call)
 
 
-def timing_round(entry: dict, device: str, measure: dict) -> tuple[float, float]:
+def timing_round(run: ModuleRun, device: str, measure: dict) -> tuple[float, float]:
     """One round of the module's wall time: (ms a call, the launch probe's µs just before).
     Measured the harness's way (a wait after every call), so that the reference-style busy
     figure compares with `-p`. Each round comes with a reading of the host's launch speed,
     so that rounds and jobs that read slow can be told apart from a slow module."""
     t0 = time.perf_counter()
-    result = probed_round(entry["_call"], device, measure["module_calls_per_round"])
-    entry["seconds"] += time.perf_counter() - t0
+    result = probed_round(run.call, device, measure["module_calls_per_round"])
+    run.entry["seconds"] += time.perf_counter() - t0
     return result
 
 
-def finish_timing(entry: dict, rounds: list[tuple[float, float]], device: str, measure: dict) -> dict:
+def finish_timing(run: ModuleRun, rounds: list[tuple[float, float]], device: str, measure: dict) -> ModuleRun:
     """The module's wall time from its rounds (median, trimmed mean and spread, because
     every percentage of the reference harness is relative to this one number, see
     breakdown.py), then the pipelined time (calls back to back, as in a training loop)."""
     t0 = time.perf_counter()
+    entry = run.entry
     entry["wall_ms"] = spread([wall for wall, _ in rounds])
     entry["launch_us"] = spread([reading for _, reading in rounds])
     n = min(measure["module_min_rounds"], len(rounds))
-    entry["wall_ms_pipelined"] = spread(time_calls(entry["_call"], n, device, measure["module_calls_per_round"]))
-    # Where time_modules' seconds go (on the H200, mixnet_l's phase took 18 s where its
-    # rounds account for about 9 s; session 4)
+    entry["wall_ms_pipelined"] = spread(time_calls(run.call, n, device, measure["module_calls_per_round"]))
+    # where time_modules' seconds go: on the H200 mixnet_l's phase once took twice its rounds' time
     entry["seconds"] = round(entry["seconds"] + time.perf_counter() - t0, 3)
-    return entry
+    return run
 
 
-def profile_module(entry: dict, device: str, measure: dict, trace_path: Path) -> dict:
+def profile_module(run: ModuleRun, device: str, measure: dict, trace_path: Path) -> ModuleRun:
     """Profile the module's calls (after every unprofiled timing of the job: a profiler
     session can leave per-launch overhead behind) and break its device time down."""
-    call = entry.pop("_call", None)
+    call, run.call = run.call, None
     if call is None:
-        return entry
+        return run
+    entry = run.entry
     events = profile_calls(call, measure["module_profile_calls"], device, "sweeper.call", trace_path)
     entry["breakdown"] = analyse(events, device, "sweeper.call", measure["module_profile_calls"],
                                  wall_figure(entry["wall_ms"]))
@@ -109,4 +125,4 @@ def profile_module(entry: dict, device: str, measure: dict, trace_path: Path) ->
     del call, events
     if device == "cuda":
         torch.cuda.empty_cache()
-    return entry
+    return run

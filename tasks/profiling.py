@@ -10,8 +10,8 @@ from typing import Callable
 
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from sweeper import breakdown as bd
-from sweeper import trace as tr
+from sweeper.analysis import breakdown as bd
+from sweeper.analysis import trace as tr
 from tasks.gc_watch import paused
 from tasks.timing import synchronize
 

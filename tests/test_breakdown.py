@@ -1,7 +1,7 @@
 import pytest
 
-from sweeper import breakdown as bd
-from sweeper import trace as tr
+from sweeper.analysis import breakdown as bd
+from sweeper.analysis import trace as tr
 
 
 def k(name, start, dur, cat="kernel"):

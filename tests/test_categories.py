@@ -1,5 +1,5 @@
-from sweeper import categories as c
-from sweeper import trace as tr
+from sweeper.analysis import categories as c
+from sweeper.analysis import trace as tr
 
 
 def test_triton_prefixes_name_the_category():

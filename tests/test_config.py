@@ -5,7 +5,7 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
-from sweeper.config import register
+from sweeper.sweep.config import register
 
 CONF = str(Path(__file__).resolve().parent.parent / "conf")
 register()
@@ -53,7 +53,7 @@ def test_primary_config_sweeps_without_dash_m():
 def test_extra_inductor_options_are_flattened_checked_and_applied():
     import torch._inductor.config as inductor_config
 
-    from sweeper import inductor_options as io
+    from sweeper.sweep import inductor_options as io
 
     flat = io.flatten({"autotune_in_subproc": True, "triton": {"cudagraph_trees": False}})
     assert flat == {"autotune_in_subproc": True, "triton.cudagraph_trees": False}
@@ -68,7 +68,7 @@ def test_extra_inductor_options_are_flattened_checked_and_applied():
 
 
 def test_inductor_options_name_the_job():
-    from sweeper.tables import job_key, job_label
+    from sweeper.reporting.tables import job_key, job_label
 
     cfg = {"model": "resnet18", "batch_size": 32, "mode": "inference", "autotune": True,
            "inductor": {"autotune_in_subproc": True}}

@@ -8,8 +8,8 @@ import time
 import pandas as pd
 import pytest
 
-from sweeper.aggregate import busy_host_notes
-from sweeper.summary import busy_while_measuring
+from sweeper.reporting.notes import busy_host_notes
+from sweeper.sweep.summary import busy_while_measuring
 from tasks.host_load import HostLoad, busy_ticks, other_busy_cores, parse_pid_stat, tree_ticks
 
 linux_only = pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="reads /proc")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from sweeper.record import read_record
-from sweeper.summary import launch_us
-from sweeper.trace import load_trace
+from sweeper.sweep.summary import launch_us
+from sweeper.analysis.trace import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["image_size=32", "batch_size=2", "measure.timed_steps=3", "measure.warmup_steps=2",
@@ -92,7 +92,7 @@ def test_training_job_captures_forward_and_backward(training_job):
         assert b["categories"]["library_mm_conv"]["device_ms"] > 0
         assert 0 < b["busy_pct"] <= 100
         assert m["wall_ms"]["n"] == 3  # measure.module_rounds=3 ends the rounds before the 8 s span
-        # the percentages divide by the rounds' trimmed mean (sweeper.breakdown.wall_figure)
+        # the percentages divide by the rounds' trimmed mean (sweeper.analysis.breakdown.wall_figure)
         assert b["wall_ms"] == m["wall_ms"]["trimmed_mean"] == pytest.approx(statistics.fmean(m["wall_ms"]["values"]),
                                                                               abs=1e-3)
         # one reading of the host's launch speed before each timed round
@@ -178,7 +178,7 @@ def test_job_past_its_time_limit_is_killed_and_recorded(tmp_path):
 def test_out_of_memory_reason_names_the_batch_size():
     import torch
 
-    from tasks.job import _reason
+    from tasks.phases import failure_reason as _reason
 
     # the exception type and text torch raises on the GPU (H200 run: bench/results/h200_session2.md)
     e = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 149.54 GiB. GPU 0 has a total capacity of 139.80 GiB")

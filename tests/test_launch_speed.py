@@ -10,9 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sweeper.aggregate import LAUNCH_OFF_PCT, aggregate, launch_speed_notes
+from sweeper.aggregate import aggregate
+from sweeper.reporting.notes import LAUNCH_OFF_PCT, launch_speed_notes
 from sweeper.record import read_record
-from sweeper.summary import launch_us
+from sweeper.sweep.summary import launch_us
 
 FIX = Path(__file__).parent / "fixtures" / "h200" / "session6"
 NAMES = "ABCDEFG"

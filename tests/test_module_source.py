@@ -1,4 +1,4 @@
-from sweeper import module_source as ms
+from sweeper.analysis import module_source as ms
 
 from conftest import read_text
 

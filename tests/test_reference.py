@@ -1,6 +1,6 @@
 import pytest
 
-from sweeper.reference import LAUNCH_PROBE_LINE, compare, parse_tabulate
+from sweeper.analysis.reference import LAUNCH_PROBE_LINE, compare, parse_tabulate
 
 from conftest import read_text
 
@@ -39,7 +39,7 @@ def test_h200_mixnet_shares_agree_with_reference(h200, mixnet_record):
 
 
 def test_harness_env_uses_the_jobs_own_caches(tmp_path):
-    from sweeper.reference import harness_env
+    from sweeper.analysis.reference import harness_env
 
     # under cache_root the job records where its caches are...
     rec = {"job": {"dir": str(tmp_path / "0")}, "artifacts": {"cache": "/scratch/run-0"}}

@@ -12,10 +12,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sweeper import summary as sm
+from sweeper.sweep import summary as sm
 from sweeper.record import read_record
-from sweeper.aggregate import aggregate, load_sweep
-from sweeper.categories import CATEGORIES
+from sweeper.aggregate import aggregate
+from sweeper.reporting.load import load_sweep
+from sweeper.analysis.categories import CATEGORIES
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSION2 = Path(__file__).parent / "fixtures" / "h200" / "session2"
@@ -74,8 +75,8 @@ def test_tables_hold_the_records_values(gpu_sweep):
 
 
 def test_figures_have_the_jobs_they_should(gpu_sweep):
-    from sweeper import figures as fg
-    from sweeper import tables
+    from sweeper.reporting import figures as fg
+    from sweeper.reporting import tables
 
     sweep, records, _ = gpu_sweep
     recs = [dict(records[n], job=dict(records[n]["job"], id=str(n))) for n in sorted(records)]

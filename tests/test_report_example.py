@@ -45,8 +45,8 @@ def test_microbench_table_holds_every_benchmarked_kernel(example):
 
 
 def test_roofline_and_headroom_are_drawn_from_the_microbenchmarks(example):
-    from sweeper import figures as fg
-    from sweeper import tables
+    from sweeper.reporting import figures as fg
+    from sweeper.reporting import tables
 
     sweep, records, _ = example
     recs = [dict(records[n], job=dict(records[n]["job"], id=str(n))) for n in sorted(records)]
@@ -74,8 +74,8 @@ def test_jobs_whose_timed_rounds_varied_are_named(example):
     """On the H200, resnet18 b32 inference (job 4) timed its module in rounds whose IQR was
     52% of their median; mixnet_l with CUDA graphs (job 3) held within 1%. The jobs table
     says so, and the report's note names the jobs at or over the threshold."""
-    from sweeper.aggregate import UNSTEADY_TIMING_PCT
-    from sweeper.summary import timing_iqr_pct
+    from sweeper.reporting.notes import UNSTEADY_TIMING_PCT
+    from sweeper.sweep.summary import timing_iqr_pct
 
     sweep, records, report_path = example
     jobs = pd.read_parquet(sweep / "tables" / "jobs.parquet").set_index("job")
@@ -97,7 +97,7 @@ def test_busy_figure_and_nvml_side_by_side_and_the_gaps_named(example):
     busy_pct and nvml_util_pct from the records, the busy figure draws both, and the
     report's note names exactly the jobs where they differ by more than 7 points
     (densenet121 b16 without CUDA graphs, resnet18 with max-autotune: docs/method.md)."""
-    from sweeper.aggregate import BUSY_NVML_GAP_PP
+    from sweeper.reporting.notes import BUSY_NVML_GAP_PP
 
     sweep, records, report_path = example
     jobs = pd.read_parquet(sweep / "tables" / "jobs.parquet").set_index("job")

@@ -1,7 +1,7 @@
 import json
 
 from hydra_plugins.sweeper_ray._core import pack, relocate, unpack
-from sweeper import summary as sm
+from sweeper.sweep import summary as sm
 
 
 def rec(status="ok", reason=None, step_ms=12.0):

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from sweeper import trace as tr
+from sweeper.analysis import trace as tr
 
 
 def test_union_counts_overlaps_once():

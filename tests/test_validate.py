@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sweeper.validate import SweepConfigError, check_sweep, job_problems
+from sweeper.sweep.validate import SweepConfigError, check_sweep, job_problems
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -148,7 +148,7 @@ def test_unknown_key_or_value_stops_before_any_folder(tmp_path, override, says):
 
 NAMES_CHECK = r"""
 import json, sys
-from sweeper.models import UnknownModelError, check_model_name
+from sweeper.sweep.models import UnknownModelError, check_model_name
 check_model_name("resnet18")
 try:
     check_model_name("resnet_18")

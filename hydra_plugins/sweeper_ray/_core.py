@@ -9,7 +9,7 @@ How a sweep runs:
   nothing at init.
 - Each job is a Ray task with max_calls=1, so it gets a fresh worker process, holding one
   GPU where there are GPUs (all of a node's CPUs on a CPU-only cluster). Inside, the job
-  runs in its own child process (sweeper.launch), which turns crashes and time-outs into
+  runs in its own child process (sweeper.sweep.job_process), which turns crashes and time-outs into
   failed records with the log's tail.
 - The job folder lives in node-local scratch; its record and artifacts (traces, module
   copies, log; not the compile caches) come back through Ray as one compressed bundle
@@ -38,10 +38,10 @@ from typing import Sequence
 from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, setup_globals
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from sweeper import summary as sm
-from sweeper.launch import failed_record
+from sweeper.sweep import summary as sm
+from sweeper.sweep.job_process import failed_record
 from sweeper.record import RecordError, read_record, relocate, write_record
-from sweeper.validate import SweepConfigError, check_output_dir, check_ray_address, check_sweep, stop_on_problem
+from sweeper.sweep.validate import SweepConfigError, check_output_dir, check_ray_address, check_sweep, stop_on_problem
 
 log = logging.getLogger(__name__)
 _REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -136,7 +136,7 @@ def run_in_worker(spec: dict, scratch_job_dir: str, timeout_s: float | None,
     """Runs on a Ray worker: the job in a child process, then its folder as a bundle."""
     import socket
 
-    from sweeper.launch import progress_printer, run_job_process
+    from sweeper.sweep.job_process import progress_printer, run_job_process
 
     if compile_threads == "share" and "TORCHINDUCTOR_COMPILE_THREADS" not in os.environ:
         os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = str(compile_threads_share())  # a fresh worker per job

@@ -66,7 +66,7 @@ class MeasureConfig:
 @dataclass
 class JobConfig:
     model: str = "resnet18"  # any timm model name; always built with pretrained=False
-    batch_size: Optional[int] = None  # None: the curated per-model default (sweeper/models.py)
+    batch_size: Optional[int] = None  # None: the curated per-model default (sweeper/sweep/models.py)
     image_size: Optional[int] = None  # None: the model's own input size
     mode: Mode = Mode.training
     amp: bool = True  # on|off
@@ -78,7 +78,7 @@ class JobConfig:
     # Where the job-private Inductor/Triton cache folders go. None: inside the job folder.
     cache_root: Optional[str] = None
     # Extra torch._inductor.config options set in the job before it compiles, e.g.
-    # +inductor.autotune_in_subproc=true (sweeper/inductor_options.py). Part of the job's key.
+    # +inductor.autotune_in_subproc=true (sweeper/sweep/inductor_options.py). Part of the job's key.
     inductor: Dict[str, Any] = field(default_factory=dict)
     # A folder where the jobs on one node share max-autotune results (tasks/autotune_store.py),
     # so that jobs sharing shapes (CUDA graphs on and off, the same grid night after night)

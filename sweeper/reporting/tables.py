@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sweeper.categories import CATEGORIES
-from sweeper.inductor_options import flatten
-from sweeper.summary import headline
+from sweeper.analysis.categories import CATEGORIES
+from sweeper.sweep.inductor_options import flatten
+from sweeper.sweep.summary import headline
 
 JOB_COLUMNS: dict[str, str] = {
     "job": "Hydra job number in the sweep",
@@ -62,7 +62,7 @@ CATEGORY_COLUMNS: dict[str, str] = {
     "label": "as in the job table",
     "scope": "step, or the module's label (forward_0, backward_1, inference_0)",
     "role": "step, forward, backward or inference",
-    "category": "kernel category (sweeper/categories.py)",
+    "category": "kernel category (sweeper/analysis/categories.py)",
     "device_ms": "device time per run (step or module call), ms",
     "share_pct": "share of the scope's device time, %",
     "pct_of_wall": "device time over the scope's wall time, %",
@@ -203,8 +203,8 @@ def kernels_table(records: list[dict]) -> pd.DataFrame:
 
 
 def microbench_table(records: list[dict]) -> pd.DataFrame:
-    """The Triton kernels each GPU job selected and benchmarked (sweeper/microbench.py
-    select_kernels, tasks/microbench.py); CPU jobs have no such rows."""
+    """The Triton kernels each GPU job selected and benchmarked (sweeper/analysis/kernels.py
+    select_kernels, tasks/kernel_bench.py); CPU jobs have no such rows."""
     names = unique_labels(records)
     rows = [{"job": job_num(r), "label": names[job_num(r)], "kernel": k.get("name"),
              **{c: k.get(c) for c in BENCH_COLUMNS if c not in ("job", "label", "kernel")}}

@@ -16,7 +16,7 @@ matplotlib.use("Agg")  # files only; no display on CI or a cluster node
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from sweeper.categories import CATEGORIES  # noqa: E402
+from sweeper.analysis.categories import CATEGORIES  # noqa: E402
 
 # One colour per category in every figure.
 COLORS = dict(zip(CATEGORIES, plt.get_cmap("tab20").colors[::2] + plt.get_cmap("tab20").colors[1::2]))

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import torch
 
-from sweeper import microbench as mb
+from sweeper.analysis import kernels as mb
+from tasks.inductor_internals import benchmark_gpu, raw_stream
 
 
 def peak_bandwidth_gbps(nbytes: int = 1 << 30, reps: int = 20) -> float:
@@ -69,13 +70,10 @@ def _fresh_args(row: dict):
 def time_alone(row: dict, job_kernel, peak_gbps: float | None) -> dict:
     """Pass 1, every selected kernel: the job's kernel (the config the job chose) alone on
     its file's get_args() inputs, with its bytes, bandwidth, registers and spills."""
-    from torch._C import _cuda_getCurrentRawStream as get_raw_stream
-    from torch._inductor.runtime.benchmarking import benchmarker
-
     fresh, args = _fresh_args(row)
     launcher = job_kernel.launchers[0]
-    stream = get_raw_stream(torch.cuda.current_device())
-    ms = benchmarker.benchmark_gpu(lambda: job_kernel.run(*args, stream=stream))
+    stream = raw_stream(torch.cuda.current_device())
+    ms = benchmark_gpu(lambda: job_kernel.run(*args, stream=stream))
     row.update(
         standalone_ms=ms,
         profiled_ms_per_launch=row["step_ms"] / row["launches"] if row.get("launches") else None,
@@ -104,9 +102,6 @@ def headroom(row: dict, job_kernel) -> dict:
     argument and zeroes buffers (CachingAutotuner.bench), a likely cause. Configs that spill more
     than Inductor's threshold are left out, as Inductor's autotuner leaves them out. Under
     max-autotune, coordinate descent may have chosen a config outside the candidates."""
-    from torch._C import _cuda_getCurrentRawStream as get_raw_stream
-    from torch._inductor.runtime.benchmarking import benchmarker
-
     fresh, args = _fresh_args(row)
     fresh_kernel = getattr(fresh, row["name"], None)
     if fresh_kernel is None or not hasattr(fresh_kernel, "precompile"):
@@ -114,11 +109,11 @@ def headroom(row: dict, job_kernel) -> dict:
         return row
     if not fresh_kernel.launchers:  # decorated, not compiled yet: run() would do this lazily
         fresh_kernel.precompile()
-    stream = get_raw_stream(torch.cuda.current_device())
+    stream = raw_stream(torch.cuda.current_device())
     spill_limit = fresh_kernel.inductor_meta.get("spill_threshold", 16)
 
     def alone(launcher) -> float:
-        return benchmarker.benchmark_gpu(lambda: launcher(*args, stream=stream))
+        return benchmark_gpu(lambda: launcher(*args, stream=stream))
 
     timings = {_config_key(launcher.config): alone(launcher) for launcher in fresh_kernel.launchers
                if (getattr(launcher, "n_spills", 0) or 0) <= spill_limit}
@@ -202,7 +197,7 @@ def _module_kernels(modules) -> list[tuple[str, dict[str, str | None]]]:
 @functools.lru_cache(maxsize=None)
 def _kernels_of(path: str) -> dict[str, str | None] | None:
     """A module's kernel list, read once: kernel_table() and kernel_objects() both need it."""
-    from sweeper.module_source import kernel_definitions
+    from sweeper.analysis.module_source import kernel_definitions
 
     try:
         return kernel_definitions(Path(path).read_text())
@@ -240,5 +235,5 @@ def kernel_table(record: dict, device: str, modules) -> dict:
         except OSError:
             row["num_gb"] = None
         row.update(standalone_ms=None, gb_per_s=None, pct_of_peak_bandwidth=None, headroom_pct=None)
-    return {"method": "selection from the profiled step (standalone figures: tasks/microbench.py, when run)",
+    return {"method": "selection from the profiled step (standalone figures: tasks/kernel_bench.py, when run)",
             "cover_pct": mb.DEFAULT_COVER_PCT, "rows": rows}

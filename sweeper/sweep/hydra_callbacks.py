@@ -7,7 +7,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
-from sweeper.validate import check_output_dir, stop_on_problem
+from sweeper.sweep.validate import check_output_dir, stop_on_problem
 
 
 class Preflight(Callback):

@@ -16,7 +16,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweeper.categories import REFERENCE_CATEGORIES
+from sweeper.analysis.categories import REFERENCE_CATEGORIES
 from sweeper.record import cache_env
 
 _TABULATE_RE = re.compile(r"^Output for tabulate:\s*(.*)$", re.M)

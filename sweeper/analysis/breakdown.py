@@ -21,8 +21,8 @@ import statistics
 from collections import defaultdict
 from typing import Iterable, Sequence
 
-from sweeper.categories import CATEGORIES, REFERENCE_CATEGORIES, categorize, reference_category
-from sweeper.trace import Interval, clip, union_us
+from sweeper.analysis.categories import CATEGORIES, REFERENCE_CATEGORIES, categorize, reference_category
+from sweeper.analysis.trace import Interval, clip, union_us
 
 
 def spread(values: Sequence[float]) -> dict:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweeper.figures import Figure
-from sweeper.summary import rerun_command
+from sweeper.reporting.figures import Figure
+from sweeper.sweep.summary import rerun_command
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; max-width: 1300px; color: #222; }

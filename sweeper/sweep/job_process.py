@@ -16,10 +16,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from sweeper.record import RecordError, new_record, read_record, write_record
+from sweeper.record import PHASE_MARK, RecordError, new_record, read_record, write_record
 
-PHASE_MARK = "[sweeper]"
-_REPO_ROOT = Path(__file__).resolve().parent.parent
+_REPO_ROOT = Path(__file__).resolve().parents[2]  # holds sweeper/ and tasks/
 
 
 def progress_printer(job_id: str) -> Callable[[str], None]:

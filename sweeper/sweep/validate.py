@@ -6,7 +6,7 @@ other jobs first and a failed record at the end.
 
 from __future__ import annotations
 
-from sweeper.models import UnknownModelError, check_model_name
+from sweeper.sweep.models import UnknownModelError, check_model_name
 
 FAULTS = (None, "crash", "hang", "raise")
 
@@ -33,7 +33,7 @@ def job_problems(cfg: dict) -> list[str]:
         elif isinstance(value, float) and value < 0:  # a span or a budget share: 0 turns it off
             problems.append(f"measure.{key}={value}: must be 0 or more")
     if cfg.get("inductor"):
-        from sweeper import inductor_options
+        from sweeper.sweep import inductor_options
 
         problems.extend(inductor_options.problems(inductor_options.flatten(cfg["inductor"])))
     if cfg.get("debug_fault") not in FAULTS:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sweeper import microbench as mb
+from sweeper.analysis import kernels as mb
 
 H200 = Path(__file__).parent / "fixtures" / "h200"
 

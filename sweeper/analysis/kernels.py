@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from sweeper.categories import CPP
+from sweeper.analysis.categories import CPP
 
 DEFAULT_COVER_PCT = 80.0
 DEFAULT_MAX_KERNELS = 200

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from sweeper.trace import CPP_KERNEL_RE
+from sweeper.analysis.trace import CPP_KERNEL_RE
 
 TRITON_POINTWISE = "triton_pointwise"
 TRITON_REDUCTION = "triton_reduction"

@@ -1,0 +1,94 @@
+"""The report's notes: the jobs whose figures a reader should take with care, named, with
+why (pure: the jobs table in, sentences out)."""
+
+from __future__ import annotations
+
+
+def _note_naming(jobs, column: str, threshold: float, describe, text: str) -> list[str]:
+    """[text with {named}: '#1 (...), #4 (...)', the jobs whose `column` reaches
+    `threshold`, each with describe(its row)], or [] when there are none (or no column)."""
+    if column not in jobs:
+        return []
+    hit = jobs[jobs[column].fillna(0) >= threshold]
+    if hit.empty:
+        return []
+    # the job number from its own column: a row of an all-number frame holds it as a float
+    named = ", ".join(f"#{job} ({describe(row)})" for job, (_, row) in zip(hit["job"], hit.iterrows()))
+    return [text.format(named=named)]
+
+
+# Other work on this many cores while a job measured is worth a warning: on two H200s a
+# launch-bound module read 1.5x slower in a job that measured beside another's compile.
+BUSY_HOST_CORES = 1.0
+
+
+def busy_host_notes(jobs) -> list[str]:
+    """A note naming the jobs whose timings ran while other work kept the host busy."""
+    return _note_naming(
+        jobs, "host_busy_cores", BUSY_HOST_CORES, lambda r: f"{r['host_busy_cores']:.1f} cores",
+        "other work kept the host's CPUs busy while these jobs measured: {named}. Their "
+        "launch-bound figures (step and module times of small kernels, busy percentages) "
+        "can read slower than on an idle host; the 'other cores busy' column gives each job's figure")
+
+
+# Timed rounds whose interquartile range is this share of their median or more: the
+# busy percentages built on them move by as much between runs (densenet121 on the H200
+# in session 5: 17-29%, and two jobs' busy figures 6 points apart). Small-batch launch-bound
+# jobs often reach 10% on that machine; 15% flags the ones that moved most.
+UNSTEADY_TIMING_PCT = 15.0
+
+
+def unsteady_timing_notes(jobs) -> list[str]:
+    """A note naming the jobs whose timed rounds varied, whatever the cause."""
+    return _note_naming(
+        jobs, "timing_iqr_pct", UNSTEADY_TIMING_PCT, lambda r: f"IQR {r['timing_iqr_pct']:.0f}% of the median",
+        "the timed rounds of these jobs varied: {named}. Their step times and busy percentages "
+        "can differ by as much in a repeat; the host's launch speed can drift with no other work "
+        "running (docs/gpu.md). Compare such figures only within one run, or repeat the job")
+
+
+# A job whose launch probe read this far from the sweep's median measured on a host at
+# another launch speed: on the H200 in session 6 the probe read about 10.2 us a launch with
+# stretches at about 7.4, and resnet18's modules ran about 30% faster in those.
+LAUNCH_OFF_PCT = 15.0
+
+
+def launch_speed_notes(jobs) -> list[str]:
+    """A note naming the jobs whose host launched at another speed than the sweep's median
+    (summary.launch_us); needs two jobs with a reading."""
+    if "launch_us" not in jobs or jobs["launch_us"].notna().sum() < 2:
+        return []
+    median = jobs["launch_us"].median()
+    return _note_naming(
+        jobs.assign(launch_off_pct=(jobs["launch_us"] / median - 1).abs() * 100), "launch_off_pct",
+        LAUNCH_OFF_PCT,
+        lambda r: f"{r['launch_us']:.2f} µs, {'faster' if r['launch_us'] < median else 'slower'}",
+        "these jobs measured while the host launched work at another speed than in the rest of "
+        f"the sweep (median {median:.2f} µs a launch; the 'launch µs' column gives each job's): "
+        "{named}. Launch-bound figures (small-batch step and module times, busy percentages) "
+        "follow that speed: on a faster host they read faster and busier (docs/method.md)")
+
+
+# The two instruments of the busy figure (the profiler's kernel intervals over the
+# unprofiled step, NVML's utilization counter) differ by more than this: worth a look.
+BUSY_NVML_GAP_PP = 7.0
+
+
+def busy_nvml_notes(jobs) -> list[str]:
+    """A note naming the jobs whose busy figure and NVML utilization differ by more than
+    BUSY_NVML_GAP_PP points (docs/method.md says what each counts)."""
+    if "nvml_util_pct" not in jobs:
+        return []
+    gap = jobs.assign(busy_nvml_gap=(jobs["nvml_util_pct"] - jobs["busy_pct"]).abs())
+    return _note_naming(
+        gap[gap["busy_nvml_gap"] > BUSY_NVML_GAP_PP], "busy_nvml_gap", 0.0,
+        lambda r: f"busy {r['busy_pct']:.1f}%, NVML {r['nvml_util_pct']:.1f}%",
+        f"the busy figure and NVML's utilization differ by more than {BUSY_NVML_GAP_PP:g} points "
+        "for these jobs: {named}. NVML counts a sample period as busy while any kernel runs, "
+        "at a grain of 1/6 s or more; a gap that large means the step did not run steadily "
+        "(docs/method.md)")
+
+
+def all_notes(jobs) -> list[str]:
+    """Every note about the sweep's jobs, in the order the report shows them."""
+    return busy_nvml_notes(jobs) + busy_host_notes(jobs) + unsteady_timing_notes(jobs) + launch_speed_notes(jobs)

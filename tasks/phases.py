@@ -1,0 +1,280 @@
+"""The job's chain, one function a phase, over one small context (tasks/job.py runs them):
+
+    setup -> build -> eager -> compile -> warmup -> timing -> steady_loop
+          -> time_modules -> profile_step -> profile_modules -> microbench
+
+Every unprofiled measurement comes before any profile: a profiler session can leave
+per-launch overhead behind. Each phase fills its part of the record (docs/result-schema.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Callable
+
+from sweeper.analysis.breakdown import spread
+from sweeper.record import PHASE_MARK
+from tasks import inductor_internals as inductor
+from tasks.modules_profile import ModuleRun
+
+
+class Skip(Exception):
+    """The combination cannot run here (not a failure): recorded as skipped."""
+
+
+def say(msg: str) -> None:
+    """A progress line the launcher relays (sweeper/sweep/job_process.py reads the mark)."""
+    print(f"{PHASE_MARK} {msg}", flush=True)
+
+
+def failure_reason(e: Exception, cfg: dict) -> str:
+    """One line for the record: an out-of-memory names the batch size."""
+    import torch
+
+    if isinstance(e, torch.OutOfMemoryError):
+        return f"out of GPU memory at batch size {cfg.get('batch_size')}: {str(e).splitlines()[0]}"
+    msg = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {msg[0] if msg else ''}"[:500]
+
+
+def compile_mode(autotune: bool, cudagraphs: bool) -> str:
+    """torch.compile's own mode names for the variant, so a user can repeat it by hand."""
+    if autotune:
+        return "max-autotune" if cudagraphs else "max-autotune-no-cudagraphs"
+    return "reduce-overhead" if cudagraphs else "default"
+
+
+@dataclass
+class JobContext:
+    """What the phases hand each other. The record is the job's output; the rest lives
+    only in this process."""
+
+    cfg: dict
+    job_dir: Path
+    record: dict
+    device: str = ""
+    workload: object = None
+    step: Callable[[], object] | None = None
+    capture: object = None  # tasks.capture.ModuleCapture
+    real_inputs: object = None  # tasks.capture.InputCapture
+    modules: list[ModuleRun] = field(default_factory=list)
+    stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+
+    @property
+    def measure(self) -> dict:
+        return self.cfg["measure"]
+
+    @property
+    def timings(self) -> dict:
+        return self.record["timings"]
+
+    def on_module_thread(self, run: ModuleRun, fn: Callable[[], object], what: str = "module run"):
+        """fn() on the thread where the step runs modules of this role
+        (tasks/module_thread.py); if it raises, the module is marked failed instead."""
+        from tasks.module_thread import on_step_thread
+
+        try:
+            return on_step_thread(run.entry["role"], fn, self.device)
+        except Exception as e:  # noqa: BLE001 - one module's failure is noted, not fatal
+            return run.fail(what, failure_reason(e, self.cfg))
+
+
+def setup(ctx: JobContext) -> None:
+    import torch
+
+    from sweeper.sweep.models import check_model_name, default_batch_size
+    from tasks import environment
+    from tasks.gc_watch import set_pause
+    from tasks.workload import resolve_amp_dtype
+
+    cfg = ctx.cfg
+    set_pause(ctx.measure["pause_gc"])
+    _inject_fault(cfg.get("debug_fault"))
+    device = cfg["device"] if cfg["device"] != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device=cuda but this machine has no usable CUDA GPU; use device=auto or device=cpu")
+    ctx.device = device
+    ctx.record["environment"] = environment.describe(device)
+    if cfg["cudagraphs"] and device != "cuda":
+        raise Skip("cudagraphs=on needs a CUDA device; this job runs on the CPU")
+    check_model_name(cfg["model"])
+    _set_inductor_options(ctx)
+    amp_dtype = resolve_amp_dtype(cfg["amp"], cfg["amp_dtype"], device)
+    mode = compile_mode(cfg["autotune"], cfg["cudagraphs"])
+    ctx.record["config"].update(
+        device=device,
+        batch_size=cfg["batch_size"] or default_batch_size(cfg["model"], device),
+        amp_dtype=str(amp_dtype).replace("torch.", "") if amp_dtype else None,
+        compile_mode=mode,
+        inductor_options=inductor.mode_options(mode),
+        optimizer_step_compiled=False,
+    )
+    say(f"model={cfg['model']} device={device} batch={ctx.record['config']['batch_size']} "
+        f"mode={cfg['mode']} compile_mode={mode}")
+
+
+def _set_inductor_options(ctx: JobContext) -> None:
+    config = inductor.inductor_config()
+    config.benchmark_kernel = True  # get_args() and kernel harnesses in the module files
+    config.triton.unique_kernel_names = True  # triton_poi_/red_/per_ names
+    config.cpp.enable_kernel_profile = True  # C++ kernels in CPU traces
+    if ctx.cfg["inductor"]:  # the user's extra options (checked by the driver already)
+        from sweeper.sweep import inductor_options
+
+        options = inductor_options.flatten(ctx.cfg["inductor"])
+        inductor_options.apply(options)
+        ctx.record["config"]["inductor_applied"] = inductor_options.current(options)
+
+
+def build(ctx: JobContext) -> None:
+    from tasks.workload import build_workload, resolve_amp_dtype
+
+    cfg, rc = ctx.cfg, ctx.record["config"]
+    amp_dtype = resolve_amp_dtype(cfg["amp"], cfg["amp_dtype"], ctx.device)
+    ctx.workload = build_workload(cfg["model"], rc["batch_size"], cfg["image_size"], cfg["mode"] == "training",
+                                  amp_dtype, ctx.device, cfg["seed"])
+    rc["image_size"] = ctx.workload.image_size
+
+
+def eager(ctx: JobContext) -> None:
+    from tasks.timing import peak_memory_mb, peak_memory_reset, time_calls
+
+    eager_step = ctx.workload.make_step(ctx.workload.forward_fn())
+    for _ in range(2):
+        eager_step()
+    peak_memory_reset(ctx.device)
+    ctx.timings["eager_step_ms"] = spread(time_calls(eager_step, ctx.measure["timed_steps"], ctx.device))
+    ctx.timings["eager_peak_memory_mb"] = peak_memory_mb(ctx.device)
+
+
+def _autotune_store(ctx: JobContext) -> Path | None:
+    store = ctx.cfg["autotune_store"] if ctx.cfg["autotune"] else None
+    return Path(store) if store else None
+
+
+def compile_step(ctx: JobContext) -> None:
+    """The first compiled step, compile included, with every compiled module captured."""
+    import torch
+
+    from tasks.capture import ModuleCapture
+    from tasks.timing import synchronize
+
+    store = _autotune_store(ctx)
+    if store:  # max-autotune results of earlier jobs on this node (tasks/autotune_store.py)
+        from tasks import autotune_store
+
+        ctx.timings["autotune_store"] = autotune_store.seed(store, Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]))
+        say(f"autotune store {store}: {ctx.timings['autotune_store']['seeded_entries']} timed choices from earlier jobs")
+    inductor.reset_dynamo()
+    mode = ctx.record["config"]["compile_mode"]
+    compiled = torch.compile(ctx.workload.forward_fn(), mode=None if mode == "default" else mode)
+    step = ctx.workload.make_step(compiled)
+    if ctx.cfg["cudagraphs"]:
+        inner = step
+
+        def step():  # cudagraph trees need each step marked, or outputs get overwritten
+            torch.compiler.cudagraph_mark_step_begin()
+            return inner()
+
+    ctx.step = step
+    ctx.capture = ctx.stack.enter_context(ModuleCapture())  # until the end of warmup
+    t0 = time.time()
+    with heartbeat(t0):
+        step()
+        synchronize(ctx.device)
+    ctx.timings["compile_s"] = round(time.time() - t0, 3)
+    ctx.timings["compile_split_s"] = inductor.compile_split(ctx.timings["compile_s"])
+
+
+def warmup(ctx: JobContext) -> None:
+    from tasks.capture import InputCapture
+    from tasks.timing import synchronize
+
+    t0 = time.time()
+    for _ in range(ctx.measure["warmup_steps"]):
+        ctx.step()
+    synchronize(ctx.device)
+    ctx.timings["warmup_s"] = round(time.time() - t0, 3)
+    ctx.stack.close()  # the module capture ends with the warm-up: the backward compiles at the first step
+    store = _autotune_store(ctx)
+    if store:  # every autotuning is done by now
+        from tasks import autotune_store
+
+        ctx.timings["autotune_store"].update(autotune_store.publish(store, Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])))
+    if not ctx.capture.modules:
+        raise RuntimeError("no compiled module was captured: Inductor produced no wrapper code")
+    with InputCapture(ctx.capture.modules) as real_inputs:
+        ctx.step()  # one more warm-up step, keeping a copy of each module's real inputs
+        synchronize(ctx.device)
+    ctx.real_inputs = real_inputs
+
+
+def timing(ctx: JobContext) -> None:
+    from tasks.timing import launch_probe_us, peak_memory_mb, peak_memory_reset, time_calls
+
+    t = ctx.timings
+    peak_memory_reset(ctx.device)
+    t["launch_us"] = spread([launch_probe_us(ctx.device) for _ in range(5)])  # the host's launch speed now
+    t["compiled_step_ms"] = spread(time_calls(ctx.step, ctx.measure["timed_steps"], ctx.device))
+    t["peak_memory_mb"] = peak_memory_mb(ctx.device)
+    if "eager_step_ms" in t:
+        t["speedup"] = t["eager_step_ms"]["median"] / t["compiled_step_ms"]["median"]
+    t["nvml"] = {"util_pct": None, "reason": "measure.steady_loop_s=0: no steady loop to read it over"}
+
+
+def steady(ctx: JobContext) -> None:
+    """The unprofiled step over seconds: the busy figure's divisor, and NVML's window."""
+    from tasks import nvml_util
+    from tasks.timing import steady_loop
+
+    run_loop = partial(steady_loop, ctx.step, ctx.measure["steady_loop_s"], ctx.device)
+    if ctx.device == "cuda":
+        ctx.timings["steady_loop"], ctx.timings["nvml"] = nvml_util.utilization_during(run_loop)
+        util = ctx.timings["nvml"].get("util_pct")
+        say(f"NVML utilization {'not read' if util is None else f'{util:.1f}%'} "
+            f"over {ctx.timings['steady_loop']['loop_s']} s")
+    else:
+        ctx.timings["steady_loop"], ctx.timings["nvml"] = run_loop(), {"util_pct": None, "reason": nvml_util.NO_GPU_REASON}
+
+
+@contextlib.contextmanager
+def heartbeat(t0: float):
+    """A line every SWEEPER_HEARTBEAT_S seconds (60) while the first step compiles, so that
+    a 10-minute max-autotune compile does not look hung in the sweep's output."""
+    every_s = float(os.environ.get("SWEEPER_HEARTBEAT_S", "60"))
+    stop = threading.Event()
+
+    def beat():
+        while not stop.wait(every_s):
+            say(f"still compiling: {time.time() - t0:.0f} s, {inductor.autotuned_choices()} autotuned choices so far")
+
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _inject_fault(fault: str | None) -> None:
+    """debug_fault: the failure-handling tests' way to crash, hang or raise in a real job."""
+    if not fault:
+        return
+    say(f"injecting fault {fault!r} (debug_fault)")
+    if fault == "crash":
+        import signal
+
+        os.kill(os.getpid(), signal.SIGSEGV)
+    elif fault == "hang":
+        time.sleep(10**6)
+    elif fault == "raise":
+        raise RuntimeError("injected fault (debug_fault=raise)")
+    else:
+        raise ValueError(f"debug_fault={fault!r}: use crash, hang or raise")

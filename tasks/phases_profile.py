@@ -1,0 +1,94 @@
+"""The job's later phases (tasks/phases.py has the earlier ones): each compiled module timed
+in rounds taken in turn, then the profiles of the step and of each module, then the
+microbenchmarks of the kernels that matter."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from tasks.phases import JobContext, failure_reason, say
+
+# Under CUDA graphs the wrapper's own call() records a new graph for inputs at new
+# addresses: on an H200 a resnet18 forward took 2 s a call that way. The module view is
+# the same code as the cudagraphs=off job's; the step view includes the graphs.
+_GRAPHS_NOTE = "module view not taken under cudagraphs=on: see the same job with cudagraphs=off (same wrapper code)"
+
+
+def time_modules(ctx: JobContext) -> None:
+    from tasks.capture import copy_modules
+    from tasks.modules_profile import ModuleRun, finish_timing, prepare_module, skipped_module, timing_round
+    from tasks.module_thread import on_step_thread
+    from tasks.timing import rounds_in_turn
+
+    arts = ctx.record["artifacts"]
+    arts["modules"] = copy_modules(ctx.capture.modules, ctx.job_dir / "modules")
+    for m in ctx.capture.modules:
+        if ctx.cfg["cudagraphs"]:
+            run = ModuleRun(skipped_module(m, _GRAPHS_NOTE))
+        else:
+            say(f"load module {m.label()}")
+            run = ModuleRun(skipped_module(m, ""))
+            run = ctx.on_module_thread(run, partial(prepare_module, m, ctx.device,
+                                                    ctx.real_inputs.inputs.pop(m.path, None)))
+        run.entry["artifact"] = arts["modules"][m.label()]
+        ctx.modules.append(run)
+    timed = [r for r in ctx.modules if r.call is not None]
+    if timed:
+        measure = ctx.measure
+        say(f"time {len(timed)} modules in turn, {measure['module_span_s']:g} s or more")
+        rounds, failed = rounds_in_turn(
+            {r.entry["label"]: partial(on_step_thread, r.entry["role"], partial(timing_round, r, ctx.device, measure),
+                                       ctx.device) for r in timed},
+            measure["module_min_rounds"], measure["module_rounds"], measure["module_span_s"])
+        for r in timed:
+            label = r.entry["label"]
+            if label in failed:
+                r.fail("module run", failure_reason(failed[label], ctx.cfg))
+            else:
+                ctx.on_module_thread(r, partial(finish_timing, r, rounds[label], ctx.device, measure))
+    ctx.real_inputs = None  # the captured inputs' memory
+
+
+def profile_step(ctx: JobContext) -> None:
+    from tasks.profiling import analyse, profile_calls
+
+    t, steps = ctx.timings, ctx.measure["profile_steps"]
+    trace = ctx.job_dir / "traces" / "step.json.gz"
+    events = profile_calls(ctx.step, steps, ctx.device, "sweeper.step", trace)
+    ctx.record["step"] = analyse(events, ctx.device, "sweeper.step", steps, t["compiled_step_ms"]["median"],
+                                 busy_wall_ms=(t.get("steady_loop") or {}).get("step_ms"))
+    ctx.record["artifacts"]["traces"]["step"] = str(trace)
+
+
+def profile_modules(ctx: JobContext) -> None:
+    from tasks import kernel_bench
+    from tasks.modules_profile import profile_module
+
+    for run in ctx.modules:
+        label = run.entry["label"]
+        say(f"profile module {label}")
+        trace = ctx.job_dir / "traces" / f"{label}.json.gz"
+        ctx.on_module_thread(run, partial(profile_module, run, ctx.device, ctx.measure, trace), what="module profile")
+        ctx.record["modules"].append(run.entry)
+        if run.entry.get("trace"):
+            ctx.record["artifacts"]["traces"][label] = run.entry["trace"]
+    ctx.record["kernel_table"] = kernel_bench.kernel_table(ctx.record, ctx.device, ctx.capture.modules)
+
+
+def wants_microbench(ctx: JobContext) -> bool:
+    return ctx.device == "cuda" and ctx.measure["microbench"] and bool(ctx.record["kernel_table"]["rows"])
+
+
+def microbench(ctx: JobContext) -> None:
+    """Standalone benchmarks of the kernels that matter, within a share of the compile's
+    seconds (measure.microbench_budget_pct); the breakdown stands without them."""
+    from tasks import kernel_bench
+
+    table, t = ctx.record["kernel_table"], ctx.timings
+    say(f"microbenchmark {len(table['rows'])} kernels")
+    pct = ctx.measure["microbench_budget_pct"] or 0
+    budget = pct / 100 * (t["compile_s"] + t["warmup_s"]) if pct > 0 else None
+    try:
+        kernel_bench.run(table, kernel_bench.kernel_objects(ctx.capture.modules), budget)
+    except Exception as e:  # noqa: BLE001
+        table["error"] = f"microbenchmarks failed: {failure_reason(e, ctx.cfg)}"
