@@ -233,7 +233,7 @@ def test_ray_worker_killed_mid_job_is_retried(tmp_path):
 EMBEDDED_RAY_CHECK = r"""
 import json, os, socket
 from pathlib import Path
-from hydra_plugins.sweeper_ray._core import init_ray
+from hydra_plugins.sweeper_ray._ray import init_ray
 import ray
 from ray._private.authentication.authentication_utils import is_token_auth_enabled
 
@@ -314,7 +314,7 @@ def test_embedded_ray_listens_on_loopback_only_without_dashboard_and_with_token_
 SHARE_CHECK = r"""
 import json, os
 import ray
-from hydra_plugins.sweeper_ray._core import compile_threads_share
+from hydra_plugins.sweeper_ray._ray import compile_threads_share
 ray.init(num_cpus=4, num_gpus=2, include_dashboard=False)  # two GPUs as Ray resources (none are used)
 
 @ray.remote(num_gpus=1, num_cpus=1)

@@ -1,7 +1,6 @@
 """The aggregator on real GPU records (committed from the H200, tests/fixtures/h200/session2)
 and the report in a real headless browser."""
 
-import gzip
 import json
 import os
 import shutil

@@ -1,6 +1,7 @@
 import json
 
-from hydra_plugins.sweeper_ray._core import pack, relocate, unpack
+from hydra_plugins.sweeper_ray._ray import pack, unpack
+from sweeper.record import relocate
 from sweeper.sweep import summary as sm
 
 
@@ -58,7 +59,7 @@ def test_progress_is_a_live_line_on_a_terminal_and_plain_lines_otherwise(capsys)
 
     from rich.console import Console
 
-    from hydra_plugins.sweeper_ray._core import Progress
+    from sweeper.sweep.progress import Progress
 
     screen = io.StringIO()
     live = Progress(total=3, reused=1, console=Console(file=screen, force_terminal=True, width=150))

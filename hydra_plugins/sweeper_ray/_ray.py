@@ -1,0 +1,150 @@
+"""Ray's part of the launcher: starting or joining Ray, each job's resources, the job
+on a worker (a child process, then its folder packed), and the record back in the
+driver's sweep folder whatever happened to the worker."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import sys
+import tarfile
+from pathlib import Path
+
+from sweeper.record import relocate, write_record
+from sweeper.sweep.control import Job
+from sweeper.sweep.job_process import failed_record
+from sweeper.sweep.validate import check_ray_address, stop_on_problem
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def init_ray(conf: dict) -> str:
+    address = conf.get("address") or os.environ.get("RAY_ADDRESS")
+    if not address:
+        _loopback_only()
+    import ray
+
+    if ray.is_initialized():
+        return "already initialized"
+    if address:
+        # An existing cluster: ask it for nothing (resources, dashboard) at init. A dead
+        # address would keep ray.init retrying for minutes: check it in seconds first.
+        stop_on_problem(check_ray_address, address, float(conf.get("connect_timeout_s") or 10))
+        ray.init(address=address, runtime_env=dict(conf.get("runtime_env") or {}) or None)
+        return f"joined Ray cluster at {address}"
+    # Workers inherit the driver's environment. PYTHONPATH goes there, not into a
+    # runtime_env: Ray prestarts idle workers only for the default environment, and a
+    # fresh worker per job (max_calls=1) then starts in about 0.5 s instead of 0.9 s
+    # (2-core CPU machine, bench/results/ray_overhead_cpu.md).
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if str(_REPO_ROOT) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), *paths]))
+    ray.init(include_dashboard=False)
+    return "started an embedded local Ray on 127.0.0.1 (no dashboard, token authentication on)"
+
+
+def _loopback_only() -> None:
+    """Keep an embedded Ray off the network. Passing 127.0.0.1 as the node address does not
+    do it: Ray 2.60 swaps it for the machine's reachable address
+    (services.resolve_ip_for_localhost), and its GCS, raylet and workers then listen on
+    every interface. Its local-only mode (the default on macOS and Windows) does:
+    RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 makes the node address 127.0.0.1 and every Ray
+    process listen there (tests/test_ray_launcher.py). Ray reads the variable when it is
+    imported, and its processes inherit it from here."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    constants = sys.modules.get("ray._private.ray_constants")
+    if constants is not None:  # ray was imported before this (e.g. in a test): its copy too
+        constants.ENABLE_RAY_CLUSTER = False
+
+
+def job_resources(conf: dict) -> dict:
+    import ray
+
+    gpus = ray.cluster_resources().get("GPU", 0)
+    if conf.get("num_gpus_per_job") is not None:
+        want_gpus = conf["num_gpus_per_job"]
+    else:
+        want_gpus = 1 if gpus else 0
+    if conf.get("num_cpus_per_job") is not None:
+        cpus = conf["num_cpus_per_job"]
+    elif want_gpus:
+        cpus = 1
+    else:
+        cpus = max((n["Resources"].get("CPU", 1) for n in ray.nodes() if n.get("Alive")), default=1)
+    return {"num_gpus": want_gpus, "num_cpus": cpus}
+
+
+def scratch_key(sweep_dir: Path) -> str:
+    return f"{sweep_dir.name}-{hashlib.sha1(str(sweep_dir).encode()).hexdigest()[:8]}"
+
+
+def compile_threads_share() -> int:
+    """This node's cores divided by its GPUs (for a GPU job), capped at Inductor's own 32."""
+    import ray
+
+    cpus = len(os.sched_getaffinity(0))
+    node = ray.get_runtime_context().get_node_id()
+    gpus = next((n["Resources"].get("GPU", 0) for n in ray.nodes() if n.get("NodeID") == node), 0)
+    per_job = cpus // int(gpus) if gpus >= 1 and ray.get_gpu_ids() else cpus
+    return max(1, min(32, per_job))
+
+
+def run_in_worker(spec: dict, scratch_job_dir: str, timeout_s: float | None,
+                  compile_threads: str = "all") -> dict:
+    """Runs on a Ray worker: the job in a child process, then its folder as a bundle."""
+    import socket
+
+    from sweeper.sweep.job_process import progress_printer, run_job_process
+
+    if compile_threads == "share" and "TORCHINDUCTOR_COMPILE_THREADS" not in os.environ:
+        os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = str(compile_threads_share())  # a fresh worker per job
+
+    job_dir = Path(scratch_job_dir)
+    if job_dir.exists():  # an earlier attempt: keep its compile cache, drop the rest
+        for p in job_dir.iterdir():
+            if p.name != "cache":
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
+    record = run_job_process(spec, job_dir, timeout_s, progress_printer(spec.get("job_id")))
+    import ray
+
+    return {"record": record, "bundle": pack(job_dir), "scratch": str(job_dir), "host": socket.gethostname(),
+            "node_id": ray.get_runtime_context().get_node_id()}
+
+
+def pack(job_dir: Path) -> bytes:
+    """The job folder, compile caches left out, as tar.gz bytes."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for p in sorted(job_dir.iterdir()):
+            if p.name not in ("cache", "job.json"):
+                tar.add(p, arcname=p.name)
+    return buf.getvalue()
+
+
+def unpack(bundle: bytes, dest: Path) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("traces", "modules", "reference"):
+        shutil.rmtree(dest / name, ignore_errors=True)  # nothing stale from an earlier run
+    with tarfile.open(fileobj=io.BytesIO(bundle), mode="r:gz") as tar:
+        tar.extractall(dest, filter="data")
+
+
+def collect(ref, job: Job, duration: float) -> dict:
+    """The job's record in the sweep folder, whatever happened to its worker."""
+    import ray
+
+    try:
+        result = ray.get(ref)
+    except ray.exceptions.RayError as e:
+        reason = f"Ray task failed ({type(e).__name__}): {str(e).strip().splitlines()[0][:300]}"
+        record = failed_record(job.spec, job.job_dir, reason, duration)
+        write_record(job.job_dir, record)
+        return record
+    unpack(result["bundle"], job.job_dir)
+    record = relocate(result["record"], result["scratch"], str(job.job_dir))
+    record["job"]["host"] = result["host"]
+    record["job"]["ray_node_id"] = result["node_id"]
+    write_record(job.job_dir, record)
+    return record

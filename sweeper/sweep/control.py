@@ -1,0 +1,132 @@
+"""The sweep logic a launcher needs besides running jobs: each job's spec from Hydra's
+composed config, the checks before any job starts, the dry run, the confirmation of a
+large sweep, one sweep at a time per folder, and which finished jobs a re-run keeps.
+The Ray launcher (hydra_plugins/sweeper_ray) runs jobs with these.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from hydra.core.utils import filter_overrides
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from sweeper.record import RecordError, read_record
+from sweeper.sweep.validate import check_sweep, stop_on_problem
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Job:
+    num: int
+    overrides: list[str]
+    config: DictConfig  # with its hydra node
+    job_dir: Path  # in the driver's sweep folder
+    spec: dict
+
+    @property
+    def name(self) -> str:
+        return " ".join(filter_overrides(self.overrides)) or "defaults"
+
+
+def make_jobs(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[Job]:
+    jobs = []
+    for i, overrides in enumerate(job_overrides):
+        num = initial_job_idx + i
+        cfg = launcher.hydra_context.config_loader.load_sweep_config(launcher.config, list(overrides))
+        with open_dict(cfg):
+            cfg.hydra.job.id = num
+            cfg.hydra.job.num = num
+        job_dir = Path(str(cfg.hydra.sweep.dir)).resolve() / str(cfg.hydra.sweep.subdir)
+        task_keys = [k for k in cfg.keys() if k != "hydra"]
+        task_cfg = OmegaConf.to_container(OmegaConf.masked_copy(cfg, task_keys), resolve=True, enum_to_str=True)
+        spec = {"job_id": str(num), "overrides": list(overrides), "config": task_cfg}
+        jobs.append(Job(num, list(overrides), cfg, job_dir, spec))
+    return jobs
+
+
+def save_hydra_files(job: Job) -> None:
+    d = job.job_dir / ".hydra"
+    d.mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(OmegaConf.create(job.spec["config"]), d / "config.yaml")
+    OmegaConf.save(OmegaConf.create(job.overrides), d / "overrides.yaml")
+
+
+def reusable(job: Job) -> dict | None:
+    try:
+        record = read_record(job.job_dir)
+    except RecordError as e:
+        if (job.job_dir / "result.json").exists():
+            log.warning(f"#{job.num}: {e}: running the job again")
+        return None
+    if record["status"] == "ok" and list(record["job"].get("overrides", [])) == job.overrides:
+        return record
+    return None
+
+
+def dry_run(jobs: list[Job], sweep_dir: Path) -> bool:
+    """With dry_run=true: list the jobs and say so (True); the sweep then runs none."""
+    if not (jobs and jobs[0].spec["config"].get("dry_run")):
+        return False
+    print(f"dry run: {len(jobs)} jobs into {sweep_dir}; none started")
+    for j in jobs:
+        print(f"  #{j.num} {' '.join(o for o in j.overrides if not o.startswith('dry_run='))}")
+    return True
+
+
+def expected_cost(job: Job) -> tuple:
+    """A rough rank of how long a job takes, to start the longest first: with more jobs
+    than GPUs, a long job started last leaves the other GPUs idle at the end. On the
+    H200, max-autotune compiles took 3 to 8 times as long as default ones
+    (bench/results/h200_session2.md), and training steps longer than inference."""
+    cfg = job.spec["config"]
+    return (bool(cfg.get("autotune")), cfg.get("mode") == "training", -job.num)
+
+
+def confirm(n: int, cfg: dict) -> None:
+    limit = cfg.get("confirm_above", 50)
+    if n <= limit or cfg.get("yes"):
+        return
+    question = f"This sweep has {n} jobs (more than confirm_above={limit})."
+    if sys.stdin is not None and sys.stdin.isatty():
+        if input(f"{question} Run them all? [y/N] ").strip().lower() in ("y", "yes"):
+            return
+        raise SystemExit(2)
+    print(f"sweeper: {question} Add yes=true to run it, or dry_run=true to list the jobs.", file=sys.stderr)
+    raise SystemExit(2)
+
+
+_LOCKS = []
+
+
+def lock_sweep(sweep_dir: Path):
+    """One sweep at a time per folder: a second one refuses instead of both writing."""
+    path = sweep_dir / ".sweep.lock"
+    f = open(path, "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip() or "another process"
+        print(f"sweeper: another sweep ({holder}) is running into {sweep_dir}; wait for it to end, "
+              "or choose another hydra.sweep.dir", file=sys.stderr)
+        raise SystemExit(3) from None
+    f.seek(0)
+    f.truncate()
+    f.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}")
+    f.flush()
+    _LOCKS.append(f)  # the lock lives as long as the file stays open
+    return f
+
+
+def check_jobs(jobs: list[Job], gpus_available: float | None = None) -> None:
+    """Stop the sweep with every problem listed, before any job runs (exit code 2)."""
+    stop_on_problem(check_sweep, [(j.num, j.overrides, j.spec["config"]) for j in jobs], gpus_available)
