@@ -95,45 +95,13 @@ def breakdown(
     if runs <= 0:
         raise ValueError("runs must be positive")
     kernels = list(kernels)
-    per_kernel: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for k in kernels:
-        per_kernel[(k.name, categorize(k.name, k.cat))].append(k.dur_us)
-
-    total_us = sum(k.dur_us for k in kernels)
-    device_ms = total_us / 1000 / runs
+    device_ms = sum(k.dur_us for k in kernels) / 1000 / runs
 
     def pct_of_wall(ms: float) -> float | None:
         return ms / wall_ms * 100 if wall_ms else None
 
-    rows = []
-    for (name, category), durs in per_kernel.items():
-        ms = sum(durs) / 1000 / runs
-        rows.append(
-            {
-                "name": name,
-                "category": category,
-                "device_ms": ms,
-                "count": len(durs) / runs,
-                "share_of_device_pct": ms / device_ms * 100 if device_ms else 0.0,
-                "pct_of_wall": pct_of_wall(ms),
-            }
-        )
-    rows.sort(key=lambda r: r["device_ms"], reverse=True)
-
-    categories: dict[str, dict] = {}
-    for row in rows:
-        c = categories.setdefault(row["category"], {"device_ms": 0.0, "kernels": 0, "launches": 0.0})
-        c["device_ms"] += row["device_ms"]
-        c["kernels"] += 1
-        c["launches"] += row["count"]
-    ordered = {}
-    for cat in list(CATEGORIES) + sorted(set(categories) - set(CATEGORIES)):
-        if cat in categories:
-            c = categories[cat]
-            c["share_of_device_pct"] = c["device_ms"] / device_ms * 100 if device_ms else 0.0
-            c["pct_of_wall"] = pct_of_wall(c["device_ms"])
-            ordered[cat] = c
-
+    rows = kernel_rows(kernels, runs, device_ms, pct_of_wall)
+    ordered = category_totals(rows, device_ms, pct_of_wall)
     reference = {name: 0.0 for name in REFERENCE_CATEGORIES}
     for cat, c in ordered.items():
         reference[reference_category(cat)] += c["device_ms"]
@@ -164,6 +132,39 @@ def breakdown(
         result.update(busy_figures(result["busy_ms"], result["busy_wall_ms"]))
         result["busy_pct_profiled_span"] = busy_us / (end - start) * 100 if end > start else None
     return result
+
+
+def kernel_rows(kernels: list[Interval], runs: int, device_ms: float, pct_of_wall) -> list[dict]:
+    """One row per kernel name: its category, time and launches per run, shares; costliest first."""
+    per_kernel: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for k in kernels:
+        per_kernel[(k.name, categorize(k.name, k.cat))].append(k.dur_us)
+    rows = []
+    for (name, category), durs in per_kernel.items():
+        ms = sum(durs) / 1000 / runs
+        rows.append({"name": name, "category": category, "device_ms": ms, "count": len(durs) / runs,
+                     "share_of_device_pct": ms / device_ms * 100 if device_ms else 0.0,
+                     "pct_of_wall": pct_of_wall(ms)})
+    rows.sort(key=lambda r: r["device_ms"], reverse=True)
+    return rows
+
+
+def category_totals(rows: list[dict], device_ms: float, pct_of_wall) -> dict[str, dict]:
+    """Per category, in CATEGORIES order: device time, distinct kernels, launches, shares."""
+    categories: dict[str, dict] = {}
+    for row in rows:
+        c = categories.setdefault(row["category"], {"device_ms": 0.0, "kernels": 0, "launches": 0.0})
+        c["device_ms"] += row["device_ms"]
+        c["kernels"] += 1
+        c["launches"] += row["count"]
+    ordered = {}
+    for cat in list(CATEGORIES) + sorted(set(categories) - set(CATEGORIES)):
+        if cat in categories:
+            c = categories[cat]
+            c["share_of_device_pct"] = c["device_ms"] / device_ms * 100 if device_ms else 0.0
+            c["pct_of_wall"] = pct_of_wall(c["device_ms"])
+            ordered[cat] = c
+    return ordered
 
 
 def busy_figures(busy_ms: float | None, wall_ms: float | None) -> dict:

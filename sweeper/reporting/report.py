@@ -47,7 +47,20 @@ def _link(path: str | None, sweep_dir: Path, text: str) -> str:
 
 def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.DataFrame,
            kernels: pd.DataFrame, figures: list[Figure], notes: list[str]) -> str:
+    """The page: header, notes, jobs, failed jobs, figures, costliest kernels, re-runs."""
     entries = {j["num"]: j for j in summary.get("jobs", [])}
+    out = _header(sweep_dir, summary, records, jobs)
+    out += [f"<p class='note'>Note: {_e(note)}</p>" for note in notes]
+    out += _jobs_section(sweep_dir, records, jobs, entries)
+    out += _failed_section(records, jobs, entries)
+    out += _figures_section(figures)
+    out += _kernels_section(records, kernels)
+    out += _rerun_section(entries)
+    out += [_RENDERED_SCRIPT, "</body></html>"]
+    return "\n".join(out)
+
+
+def _header(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.DataFrame) -> list[str]:
     ok = jobs[jobs["status"] == "ok"]
     env = next((records[n].get("environment") or {} for n in ok["job"] if n in records), {})
     out = [f"<!doctype html><html><head><meta charset='utf-8'><title>sweeper report: {_e(sweep_dir.name)}</title>",
@@ -62,9 +75,11 @@ def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.Da
         keys = ("gpu", "gpu_count", "driver", "cuda", "torch", "triton", "timm", "python", "host", "cpu_count")
         out.append("<h2>Environment</h2><table>" + "".join(
             f"<tr><th>{k}</th><td>{_e(env.get(k))}</td></tr>" for k in keys if env.get(k) is not None) + "</table>")
-    for note in notes:
-        out.append(f"<p class='note'>Note: {_e(note)}</p>")
+    return out
 
+
+def _jobs_section(sweep_dir: Path, records: dict[int, dict], jobs: pd.DataFrame, entries: dict) -> list[str]:
+    out: list[str] = []
     out.append("<h2 id='summary'>Jobs</h2><table id='jobs'><tr><th>#</th><th>job</th><th>status</th>"
                "<th>compile s</th><th>eager ms</th><th>compiled ms</th><th>speedup</th><th>peak MiB</th>"
                "<th>busy %</th><th>NVML util %</th><th>busy % (as -p)</th><th>other cores busy</th><th>rounds IQR %</th><th>launch µs</th><th>traces</th><th>log</th></tr>")
@@ -84,7 +99,11 @@ def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.Da
             f"<td class='num'>{_num(r['launch_us'], '{:.2f}')}</td><td>{links}</td>"
             f"<td>{_link(r['log'] or entries.get(r['job'], {}).get('log'), sweep_dir, 'job.log')}</td></tr>")
     out.append("</table>")
+    return out
 
+
+def _failed_section(records: dict[int, dict], jobs: pd.DataFrame, entries: dict) -> list[str]:
+    out: list[str] = []
     bad = jobs[jobs["status"] != "ok"]
     if len(bad):
         out.append("<h2 id='failed'>Failed, skipped and cancelled jobs</h2><table id='failed-jobs'>"
@@ -96,7 +115,11 @@ def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.Da
                        f"<td>{_e(r['phase'])}</td><td>{_e(r['reason'])}</td>"
                        f"<td>{_e(r['log'] or entries.get(r['job'], {}).get('log'))}</td><td><code>{_e(rerun_command(overrides))}</code></td></tr>")
         out.append("</table>")
+    return out
 
+
+def _figures_section(figures: list[Figure]) -> list[str]:
+    out: list[str] = []
     out.append("<h2 id='figures'>Figures</h2>")
     for f in figures:
         if f.path is not None and Path(f.path).exists():
@@ -105,7 +128,11 @@ def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.Da
                        f"<figcaption>{_e(f.title)}</figcaption></figure>")
         else:
             out.append(f"<p class='note' id='fig-{f.name}'>{_e(f.title)}: not drawn: {_e(f.note)}</p>")
+    return out
 
+
+def _kernels_section(records: dict[int, dict], kernels: pd.DataFrame) -> list[str]:
+    out: list[str] = []
     out.append("<h2 id='kernels'>Costliest kernels (compiled step)</h2>")
     step = kernels[kernels["scope"] == "step"].sort_values("device_ms", ascending=False).head(20)
     if step.empty:
@@ -134,17 +161,22 @@ def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.Da
                        f"<td class='num'>{_num(row.get('pct_of_peak_bandwidth'), '{:.0f}')}</td>"
                        f"<td>{_e(headroom)}</td></tr>")
         out.append("</table>")
+    return out
 
+
+def _rerun_section(entries: dict) -> list[str]:
+    out: list[str] = []
     out.append("<h2 id='rerun'>Re-run one job alone</h2><ul>")
     for num, entry in sorted(entries.items()):
         out.append(f"<li>#{num}: <code>{_e(rerun_command(entry.get('overrides') or []))}</code></li>")
     out.append("</ul><p>Tables: <code>tables/*.parquet</code> and <code>tables/*.csv</code> in this folder.</p>")
-    # On load, the page counts the figures the browser really decoded: a headless browser's
-    # DOM dump then shows them (tests/test_report.py), no server or driver needed.
-    out.append("<script>window.addEventListener('load', function () {"
+    return out
+
+
+# On load, the page counts the figures the browser really decoded: a headless browser's
+# DOM dump then shows them (tests/test_report.py), no server or driver needed.
+_RENDERED_SCRIPT = ("<script>window.addEventListener('load', function () {"
                " var imgs = Array.prototype.slice.call(document.images);"
                " document.body.setAttribute('data-figures-rendered', imgs.filter(function (i) {"
                " return i.complete && i.naturalWidth > 0; }).length);"
                " document.body.setAttribute('data-tables', document.querySelectorAll('table').length); });</script>")
-    out.append("</body></html>")
-    return "\n".join(out)
