@@ -5,7 +5,7 @@ bench/run_reference.py, and sweeper's own steadiness over repeated jobs.
 
 Arguments: groups "JOB_DIR[,REPEAT_DIR,...]": the first dir holds the reference runs;
 the others are repeats of the same job (same config), for sweeper's own spread.
-Criteria (issue 2): each category's share of device time within 1.5 points of the
+Criteria (docs/method.md): each category's share of device time within 1.5 points of the
 reference's; the reference-style busy percentage within the range of the reference's
 runs or 2 points of their median.
 """

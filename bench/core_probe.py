@@ -1,7 +1,6 @@
-"""Does the host's launch speed depend on the CPU core that launches? Session 6 saw the
-H200 VM's launch speed (tasks/timing.launch_probe_us) hold a level for about a job and
-change between jobs, with stretches about 30% faster inside one job
-(bench/results/h200_session6.md). If the level follows the core the scheduler put the
+"""Does the host's launch speed depend on the CPU core that launches? On the H200 VM the
+launch speed (tasks/timing.launch_probe_us) switched between levels, with stretches
+about 30% faster inside one job (bench/results/launch_speed/). If the level follows the core the scheduler put the
 thread on, pinning the timing to one core would make launch-bound figures steady.
 
     python bench/core_probe.py [--seconds 40] > core_probe.md

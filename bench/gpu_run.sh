@@ -4,7 +4,14 @@
 # (default /tmp/gpu); progress goes to $S/progress.log; $S/bundle.tgz packs the results
 # without the compile caches and traces.
 #     bash bench/gpu_run.sh TOPIC
-# Topics:
+# Topics (results under bench/results/<topic>/, each write-up says what it showed):
+#   fidelity      densenet121 (training, batch 16) job A, `python <module>.py -p` three
+#                 times on each module it captured, jobs B and C on A's compile, then
+#                 bench/compare_reference.py: sweeper against PyTorch's harness ($S/compare.md)
+#   microbench    a mixnet_l job (training, batch 128), then bench/microbench_check.py: its
+#                 costliest kernels against `python <kernel>.py` and the phases' cost
+#   scaling       bench/gpu_scaling.py: one sweep on one GPU, then on every GPU
+#   launch_speed  bench/core_probe.py: the host's launch speed per core and over time
 #   busy   the busy figure against NVML's utilization: bench/nvml_probe.py, four jobs of
 #          four models (resnet50 b128 training; convnext_tiny and resnext50_32x4d b16
 #          training; vit_small_patch16_224 b8 inference, CUDA graphs on and off), `-p` once
@@ -41,6 +48,51 @@ gpu_sweep() {
   CUDA_VISIBLE_DEVICES=$gpu python3 -m sweeper hydra/launcher=basic measure.microbench=false "$@" \
     hydra.sweep.dir="$S/$name" > "$S/$name.log" 2>&1
   log "$name rc=$?"
+}
+
+# A job of one model into $S/<name>/run, no microbenchmarks; every such job shares one
+# compile cache (/tmp/cache), so later ones time the first one's kernels in a fresh process.
+cached_job() {
+  local name=$1 model=$2; shift 2
+  python3 -m sweeper hydra/launcher=basic model="$model" measure.microbench=false cache_root=/tmp/cache \
+    "$@" hydra.sweep.dir="$S/$name/run" > "$S/$name.log" 2>&1
+  log "$model job $name rc=$?"
+}
+
+fidelity() {
+  cached_job denA densenet121
+  python3 bench/run_reference.py --runs 3 "$S/denA/run/0" > "$S/denA_reference.log" 2>&1
+  log "reference runs rc=$?"
+  cached_job denB densenet121
+  cached_job denC densenet121
+  python3 bench/compare_reference.py "$S/denA/run/0,$S/denB/run/0,$S/denC/run/0" > "$S/compare.md" 2>&1
+  log "compare rc=$?"
+  bundle
+}
+
+microbench() {
+  python3 -m sweeper hydra/launcher=basic model=mixnet_l hydra.sweep.dir="$S/mixnet" > "$S/mixnet.log" 2>&1
+  log "mixnet_l job rc=$?"
+  python3 bench/microbench_check.py "$S/mixnet/0" > "$S/microbench_check.md" 2>&1
+  log "microbench check rc=$?"
+  bundle
+}
+
+scaling() {
+  python3 bench/gpu_scaling.py --out-dir "$S/scaling" model=resnet18,resnet34 autotune=on,off mode=inference \
+    batch_size=32 > "$S/scaling.md" 2>&1
+  log "scaling rc=$?"
+  bundle
+}
+
+launch_speed() {
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,pstate,utilization.gpu \
+    --format=csv -lms 200 > "$S/clocks.csv" 2>&1 &
+  python3 bench/core_probe.py > "$S/core_probe.md" 2>&1
+  log "core probe rc=$?"
+  python3 bench/launch_windows.py "$S/core_probe.md" > "$S/launch_windows.md" 2>&1
+  log "launch windows rc=$?"
+  bundle
 }
 
 busy() {
@@ -80,7 +132,7 @@ busy() {
 machine_info
 log "start ${1:-}"
 case "${1:-}" in
-  busy) busy ;;
-  *) echo "usage: bash bench/gpu_run.sh busy" >&2; exit 2 ;;
+  fidelity|microbench|scaling|launch_speed|busy) "$1" ;;
+  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy" >&2; exit 2 ;;
 esac
 log ALLDONE

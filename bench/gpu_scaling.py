@@ -1,7 +1,7 @@
-"""Issue 4's scaling check: the same sweep through the Ray launcher on one GPU, then on
+"""The scaling check: the same sweep through the Ray launcher on one GPU, then on
 every GPU of the machine; the many-GPU wall time should be at most 0.6 of the one-GPU one.
 
-    python bench/gpu_scaling.py --out-dir /tmp/scaling [--md bench/results/h200_scaling.md] \
+    python bench/gpu_scaling.py --out-dir /tmp/scaling [--md bench/results/scaling/NAME.md] \
         model=resnet18,resnet34 autotune=on,off mode=inference
 
 Each sweep is a fresh `python -m sweeper` (its own embedded Ray) into its own folder;

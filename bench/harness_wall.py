@@ -1,5 +1,5 @@
 """Why does PyTorch's harness time a launch-bound module slower than sweeper does?
-(issue 2: densenet121's backward, 13.8 ms a call in the job against 15.1 to 24.1 ms under
+(densenet121's backward read 13.8 ms a call in the job against 15.1 to 24.1 ms under
 `python <module>.py -p` on an idle H200, with the same kernel time.)
 
 Runs `python <module>.py` (the harness's timing only, no profile: 20 s instead of 65 s a

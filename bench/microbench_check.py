@@ -1,4 +1,4 @@
-"""Issue 3's GPU checks on a finished job (run on the GPU machine, same call as the job):
+"""The microbenchmarks' GPU checks on a finished job (run on the GPU machine, same call as the job):
 1. the costliest three kernels: sweeper's standalone ms against `python <kernel file>.py`
    (Inductor's own harness, a fresh process per kernel), criterion within 10%;
 2. the speed target: breakdown plus microbenchmarks at most 25% of compile and warm-up,
@@ -7,7 +7,7 @@
 
     python bench/microbench_check.py JOB_DIR [--kernels 3] > microbench_check.md
 
-First run on the H200 in session 3; its output is in bench/results/h200_session*/.
+Outputs on the H200: bench/results/microbench/ (bash bench/gpu_run.sh microbench runs both).
 """
 
 from __future__ import annotations

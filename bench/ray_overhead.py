@@ -7,7 +7,7 @@ Runs N small real jobs (test_resnet inference at 32x32, seeds 0..N-1) through
 own run times) / jobs: what worker start, scheduling, shipping results back and the
 summary cost per job, beyond the job itself. A job's own run time is its process's life
 (result.json's job.process_s); the figure against the job's own timer (job.duration_s)
-is printed beside it. Target (issue 4): under 2 s per job.
+is printed beside it. Target: under 2 s per job.
 """
 
 from __future__ import annotations

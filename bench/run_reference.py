@@ -10,7 +10,7 @@ private temp folder. Needs the job's GPU. Compare with bench/compare_reference.p
 After each run, this process reads the host's launch speed (tasks/timing.launch_probe_us,
 the probe the job reads before each of its rounds) and appends it to the run's output:
 the harness times its module in the last seconds of its run, so the reading shows what
-speed the host launched at then (session 6: `-p` read 16.6 ms, then 25.7 and 27.0 ms).
+speed the host launched at then (on the H200, three `-p` runs of one module read 16.6, 25.7 and 27.0 ms).
 """
 
 from __future__ import annotations

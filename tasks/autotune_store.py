@@ -6,7 +6,7 @@ cuBLAS/cuDNN, per op and input shapes) in one JSON file, `<inductor cache>/cache
 hash>` (torch/_inductor/codecache.py: PersistentCache). When that file already has every
 choice of an op, Inductor neither precompiles nor benchmarks them again
 (select_algorithm.py: make_precompile_fn, do_autotuning). Jobs keep private caches (no
-shared temp paths, issue 2), so the store is copied in and out around the compile:
+shared temp paths), so the store is copied in and out around the compile:
 
 - seed(), before torch loads: the store's file for each system is merged into the job's
   own cache, so a job pays only for the shapes no earlier job has tuned;

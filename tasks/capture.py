@@ -152,10 +152,10 @@ def copy_input(t):
     mixnet_l's 618 backward inputs start off a 32-byte boundary, for example 16 bytes
     after a 40-channel split), and cuDNN's plan cache keys on each operand's alignment. A
     copy at a fresh, aligned address would have the module build plans the step never
-    needed. (Session 5 blamed mixnet_l's 11.8 s backward warm-up on this; session 6
-    measured 12.9 s with alignment kept, and the cause was the thread: see
-    tasks/module_thread.py. With both, the warm-up took 0.14 s; the alignment's own share
-    of that was not measured apart.) The copy costs at most ALIGN_BYTES more than the
+    needed. (mixnet_l's 11.8 s backward warm-up was once blamed on this; with alignment
+    kept it still took 12.9 s, and the cause was the thread: see tasks/module_thread.py.
+    With both, the warm-up took 0.14 s; the alignment's own share of that was not
+    measured apart.) The copy costs at most ALIGN_BYTES more than the
     view."""
     import torch
 

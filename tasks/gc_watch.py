@@ -5,7 +5,7 @@ Why: after a compile the job's process holds the compiler's objects (about 800,0
 resnet18 on a CPU; a full collection of them took 0.76 s there). A full collection that
 lands inside a timed round adds that stall to the round, which the `-p` harness, a fresh
 process with a small heap, never pays. On the H200, densenet121's forward module had one
-round of 120 ms a call among rounds of 14 ms (session 4): the size of such a stall.
+round of 120 ms a call among rounds of 14 ms: the size of such a stall.
 Timed loops therefore run with automatic collection off, as `timeit` does, and the record
 says per phase how many collections ran and how long they took, so that the effect can be
 read rather than guessed.

@@ -5,7 +5,7 @@ Why: launch-bound figures (a module of 800 small kernels, a small-batch step) mo
 what else runs on the host. On two H200s a module took 0.785 ms a call in a job that
 ran alone and 1.215 ms in one that measured beside another job's compile, with the same
 kernel time. The part of compile that is not autotuning took 35 s alone and 43 to 48 s
-beside another compile (bench/results/h200_session4.md). The
+beside another compile (docs/findings.md). The
 1-minute load average cannot tell this apart: right after a job's own compile it is high
 on an idle host. So each phase records the host's busy CPU time (/proc/stat) minus that
 of the job's own process tree (/proc/<pid>/stat of the job and its descendants, the

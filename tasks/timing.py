@@ -69,7 +69,7 @@ def rounds_in_turn(rounds: dict[str, Callable[[], object]], min_rounds: int, max
 
     Why in turn and over a fixed span: on the H200 VM the host's launch speed switches
     between two levels (about 7 and 10 µs a launch) every 0.2 to 4 s, whatever core the
-    thread is on (bench/results/h200_session7.md). A module's rounds taken back to back
+    thread is on (docs/findings.md). A module's rounds taken back to back
     in 2 s, or stopped as soon as they agree, saw one level: a snapshot, as one `-p` run
     is. Rounds interleaved across the modules and spread over several seconds sample both
     levels in their proportion, and the modules share those seconds rather than each
@@ -132,7 +132,7 @@ def launch_probe_us(device: str, launches: int = PROBE_LAUNCHES) -> float:
     one wait at the end: how fast the host launches work at this moment. Why: a
     launch-bound module's wall time follows the host's launch speed, and on the H200 VM
     that speed held a level for about a job and changed between jobs a minute apart
-    (docs/gpu.md, session 6). A reading beside each timed round tells a slow host from a
+    (docs/findings.md). A reading beside each timed round tells a slow host from a
     slow module. The op's own device time (a few microseconds on a GPU) stays below its
     launch cost, so the reading is the host's; on a CPU it is the cost of dispatching the
     op."""

@@ -180,7 +180,7 @@ def test_out_of_memory_reason_names_the_batch_size():
 
     from tasks.phases import failure_reason as _reason
 
-    # the exception type and text torch raises on the GPU (H200 run: bench/results/h200_session2.md)
+    # the exception type and text torch raises on the GPU (H200 run: bench/results/oom/)
     e = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 149.54 GiB. GPU 0 has a total capacity of 139.80 GiB")
     assert _reason(e, {"batch_size": 100000}) == (
         "out of GPU memory at batch size 100000: CUDA out of memory. Tried to allocate 149.54 GiB. "

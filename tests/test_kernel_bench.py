@@ -12,7 +12,7 @@ H200 = Path(__file__).parent / "fixtures" / "h200"
 
 
 def record(name):
-    return json.loads(gzip.decompress((H200 / "session2" / f"{name}.result.json.gz").read_bytes()))
+    return json.loads(gzip.decompress((H200 / "two_gpu_sweeps" / f"{name}.result.json.gz").read_bytes()))
 
 
 @pytest.mark.parametrize("kind, gb", [("poi", 0.006432768), ("red", 0.002469888), ("per", 0.00012852)])

@@ -1,6 +1,6 @@
 """The launch probe in the aggregate, on real GPU records: seven resnet18 training jobs
-(batch 32, one compile) from the sixth H200 session (bench/results/h200_session6.md),
-committed under tests/fixtures/h200/session6. In job F the host launched at about 7.4 µs
+(batch 32, one compile) from one H200 machine (bench/results/launch_speed/probe_resnet18),
+committed under tests/fixtures/h200/launch_speed. In job F the host launched at about 7.4 µs
 where the others read about 10.2, and its backward ran 2.6 ms a call against about 3.9."""
 
 import json
@@ -15,7 +15,7 @@ from sweeper.reporting.notes import LAUNCH_OFF_PCT, launch_speed_notes
 from sweeper.record import read_record
 from sweeper.sweep.summary import launch_us
 
-FIX = Path(__file__).parent / "fixtures" / "h200" / "session6"
+FIX = Path(__file__).parent / "fixtures" / "h200" / "launch_speed"
 NAMES = "ABCDEFG"
 
 

@@ -1,7 +1,7 @@
 """tasks.module_thread: a backward module's measurements run as autograd backward work.
 
 On a CPU the engine runs backward work on the calling thread, so the thread itself only
-differs on a GPU (bench/results/h200_session6.md); here the engine's part is checked."""
+differs on a GPU (docs/findings.md); here the engine's part is checked."""
 
 import threading
 

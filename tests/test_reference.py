@@ -34,7 +34,7 @@ def test_h200_mixnet_shares_agree_with_reference(h200, mixnet_record):
     for cat, share in result["shares"].items():
         assert share["ok"], (cat, share)
     # measured on the H200: sweeper's wall time was below the -p harness's (see
-    # bench/results/h200_issue2.md), so the reference-style busy figure differs
+    # bench/results/fidelity/first_comparison), so the reference-style busy figure differs
     assert result["busy"]["sweeper"] > run.busy_pct
 
 

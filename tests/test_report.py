@@ -1,4 +1,4 @@
-"""The aggregator on real GPU records (committed from the H200, tests/fixtures/h200/session2)
+"""The aggregator on real GPU records (committed from the H200, tests/fixtures/h200/two_gpu_sweeps)
 and the report in a real headless browser."""
 
 import json
@@ -18,7 +18,7 @@ from sweeper.reporting.load import load_sweep
 from sweeper.analysis.categories import CATEGORIES
 
 ROOT = Path(__file__).resolve().parent.parent
-SESSION2 = Path(__file__).parent / "fixtures" / "h200" / "session2"
+SWEEPS = Path(__file__).parent / "fixtures" / "h200" / "two_gpu_sweeps"
 # job number -> fixture: cudagraphs off/on, autotune on/off pairs, an OOM, two big models
 FIXTURES = ["mixnet_l", "densenet121", "resnet18_0", "resnet18_1", "scaling_gpu2_0", "scaling_gpu2_1",
             "scaling_gpu2_2", "scaling_gpu2_3", "oom_0", "oom_1"]
@@ -29,7 +29,7 @@ def make_sweep(root: Path, name: str = "gpu-sweep") -> tuple[Path, dict[int, dic
     sweep = root / name
     entries, records = [], {}
     for num, name in enumerate(FIXTURES):
-        rec = read_record(SESSION2 / f"{name}.result.json.gz")  # as every reader does: version 1 read as 2
+        rec = read_record(SWEEPS / f"{name}.result.json.gz")  # as every reader does: version 1 read as 2
         job_dir = sweep / str(num)
         job_dir.mkdir(parents=True)
         (job_dir / "result.json").write_text(json.dumps(rec))
@@ -80,7 +80,7 @@ def test_figures_have_the_jobs_they_should(gpu_sweep):
     sweep, records, _ = gpu_sweep
     recs = [dict(records[n], job=dict(records[n]["job"], id=str(n))) for n in sorted(records)]
     jobs, cats, bench = tables.jobs_table(recs), tables.categories_table(recs), tables.microbench_table(recs)
-    assert bench.empty  # session 2 had no microbenchmarks
+    assert bench.empty  # these records predate the microbenchmarks
     figs = {f.name: f for f in fg.all_figures(jobs, cats, bench, sweep / "figures-check")}
     # forward and backward apart for modules; the CUDA-graphs job (no module view) by its step
     assert "mixnet_l b128 train fp16  ·  forward_0" in figs["categories"].jobs

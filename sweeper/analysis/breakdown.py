@@ -55,7 +55,7 @@ def wall_figure(wall_ms: dict) -> float:
     Why not the median: on the H200 VM the host's launch speed switches between two
     levels every few seconds, so a launch-bound module's rounds fall in two groups, and
     their median jumps from one group to the other as the mix passes one half, where the
-    mean moves with the mix (bench/results/h200_session7.md). Records written before
+    mean moves with the mix (docs/findings.md). Records written before
     the trimmed mean existed give their median."""
     return wall_ms.get("trimmed_mean", wall_ms["median"])
 

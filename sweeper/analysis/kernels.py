@@ -4,7 +4,7 @@ rows (pure: records and kernel sources in, rows out).
 Selection takes the Triton kernels of the profiled compiled step, costliest first, until
 they hold `cover_pct` of the step's Triton time (at most `max_kernels`). On the H200,
 mixnet_l training (batch 128) needs 109 of its 509 Triton kernels for 80%, densenet121
-(batch 16) 145 of 373 (tests/fixtures/h200/session2): the time is spread thin, so the
+(batch 16) 145 of 373 (tests/fixtures/h200/two_gpu_sweeps): the time is spread thin, so the
 defaults are 80% and 200 kernels.
 """
 
@@ -82,7 +82,7 @@ def headroom_estimate_s(spent_s: float, configs_timed: int, next_configs: int | 
     timed so far, times its candidate configs plus the chosen one. 0 before any (nothing to
     go by). Why: the pass used to check its budget only before each kernel, and on the
     H200 it overran by the last kernel's timing (mixnet_l: 12.7 s against 10.9 s, a kernel
-    of 7 candidate configs taking over a second; bench/results/h200_session6.md)."""
+    of 7 candidate configs taking over a second; bench/results/microbench/)."""
     if configs_timed <= 0 or not next_configs:
         return 0.0
     return spent_s / configs_timed * (next_configs + 1)

@@ -33,7 +33,7 @@ def busy_host_notes(jobs) -> list[str]:
 
 # Timed rounds whose interquartile range is this share of their median or more: the
 # busy percentages built on them move by as much between runs (densenet121 on the H200
-# in session 5: 17-29%, and two jobs' busy figures 6 points apart). Small-batch launch-bound
+# on one machine: 17-29%, and two jobs' busy figures 6 points apart). Small-batch launch-bound
 # jobs often reach 10% on that machine; 15% flags the ones that moved most.
 UNSTEADY_TIMING_PCT = 15.0
 
@@ -48,7 +48,7 @@ def unsteady_timing_notes(jobs) -> list[str]:
 
 
 # A job whose launch probe read this far from the sweep's median measured on a host at
-# another launch speed: on the H200 in session 6 the probe read about 10.2 us a launch with
+# another launch speed: on the H200 the probe read about 10.2 us a launch with
 # stretches at about 7.4, and resnet18's modules ran about 30% faster in those.
 LAUNCH_OFF_PCT = 15.0
 

@@ -86,7 +86,7 @@ def expected_cost(job: Job) -> tuple:
     """A rough rank of how long a job takes, to start the longest first: with more jobs
     than GPUs, a long job started last leaves the other GPUs idle at the end. On the
     H200, max-autotune compiles took 3 to 8 times as long as default ones
-    (bench/results/h200_session2.md), and training steps longer than inference."""
+    (docs/findings.md), and training steps longer than inference."""
     cfg = job.spec["config"]
     return (bool(cfg.get("autotune")), cfg.get("mode") == "training", -job.num)
 

@@ -42,7 +42,7 @@ def timing_iqr_pct(record: dict) -> float | None:
     """How much the job's timed rounds varied: the largest interquartile range, as a
     percentage of the median, over the compiled step's timing and each module's wall time.
     Why: launch-bound figures follow the host's launch speed, which can drift while nothing
-    else runs (docs/gpu.md, session 5: densenet121's module rounds ranged 17 to 30 ms a call
+    else runs (docs/findings.md: densenet121's module rounds ranged 17 to 30 ms a call
     with no other busy core), so host_busy_cores alone cannot flag them. None where no
     timing was recorded."""
     values = [100 * s["iqr"] / s["median"] for s in _spreads(record, "compiled_step_ms", "wall_ms")
@@ -54,7 +54,7 @@ def launch_us(record: dict) -> float | None:
     """The host's launch speed while the job measured: the median of its launch-probe
     readings (tasks/timing.launch_probe_us), before the step's timing and before each
     module round, in microseconds per launch. Why: two jobs whose launch-bound figures
-    differ may only have run on a host at two speeds (docs/gpu.md, session 6), and this
+    differ may only have run on a host at two speeds (docs/findings.md), and this
     says which. None in records written before the probe existed."""
     values = [v for s in _spreads(record, "launch_us", "launch_us") for v in s.get("values") or []]
     return round(statistics.median(values), 3) if values else None
