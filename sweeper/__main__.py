@@ -15,10 +15,11 @@ from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from sweeper.sweep import summary as sm
 from sweeper.sweep.config import register
+from sweeper.sweep.control import job_spec
 from sweeper.sweep.job_process import failed_record, progress_printer, run_job_process
 from sweeper.record import write_record
 from sweeper.sweep.validate import job_problems
@@ -35,11 +36,7 @@ def run_one(cfg: DictConfig) -> str:
     job_dir = Path(hc.runtime.output_dir)
     overrides = list(hc.overrides.task)
     num = int(hc.job.num) if hc.job.get("num") is not None else 0
-    spec = {
-        "job_id": str(num),
-        "overrides": overrides,
-        "config": OmegaConf.to_container(cfg, resolve=True, enum_to_str=True),
-    }
+    spec = job_spec(num, overrides, cfg)
     print(f"[job {num}] {' '.join(overrides) or 'defaults'} -> {job_dir}", flush=True)
     problems = job_problems(spec["config"])
     if problems:  # the Ray launcher checks the whole sweep first; here each job alone

@@ -11,7 +11,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 # 2: busy_pct is the union of kernel intervals over the *unprofiled* wall time; the
 #    profiled span's figure moved to busy_pct_profiled_span; timings.steady_loop and
@@ -25,6 +25,89 @@ PHASE_MARK = "[sweeper]"
 STATUSES = ("ok", "failed", "skipped")
 
 
+# The record's shape, declared once (docs/result-schema.md says what each field means).
+# total=False where a field is absent in records written before it existed, or on a CPU.
+class Spread(TypedDict, total=False):
+    """breakdown.spread(): repeated measurements summarised."""
+    median: float
+    trimmed_mean: float
+    min: float
+    max: float
+    iqr: float
+    range_pct: float
+    n: int
+    values: list[float]
+
+
+class Breakdown(TypedDict, total=False):
+    """breakdown.breakdown(): where the device time of profiled runs goes."""
+    runs: int
+    device_ms: float
+    kernel_launches: float
+    categories: dict[str, dict]
+    reference_categories_share_pct: dict[str, float]
+    wall_ms: float | None
+    busy_ms: float | None
+    busy_wall_ms: float | None
+    busy_pct: float | None
+    busy_pct_uncapped: float | None
+    busy_capped: bool
+    busy_pct_reference_style: float | None
+    busy_pct_profiled_span: float | None
+    span_ms: float | None
+    kernels: list[dict]
+
+
+class ModuleEntry(TypedDict, total=False):
+    """One compiled module (tasks/modules_profile.py)."""
+    label: str
+    role: str
+    graph_id: int | None
+    status: str
+    note: str | None
+    inputs: str | None
+    wall_ms: Spread | None
+    wall_ms_pipelined: Spread | None
+    launch_us: Spread | None
+    warmup_s: float | None
+    seconds: float | None
+    breakdown: Breakdown | None
+    trace: str | None
+    artifact: str
+
+
+class JobInfo(TypedDict, total=False):
+    id: str
+    dir: str
+    overrides: list[str]
+    sweeper_version: str
+    started_at: str
+    finished_at: str
+    duration_s: float
+    process_s: float
+    host: str
+    ray_node_id: str
+
+
+class Record(TypedDict, total=False):
+    """result.json: written by the job (tasks/job.py) or its launcher
+    (sweeper/sweep/job_process.failed_record), read by every report."""
+    schema_version: int
+    status: str  # one of STATUSES
+    reason: str | None
+    phase: str
+    log_tail: str
+    job: JobInfo
+    config: dict[str, Any]
+    environment: dict[str, Any] | None
+    timings: dict[str, Any]
+    step: Breakdown | None
+    modules: list[ModuleEntry]
+    kernel_table: dict[str, Any] | None
+    artifacts: dict[str, Any]
+    upgraded_from_schema: int
+
+
 def cache_env(cache: str | Path) -> dict[str, str]:
     """The environment that points Inductor and Triton at a job's cache folder (the
     record's artifacts.cache): the job sets it before torch loads (tasks/job.py), and the
@@ -33,7 +116,7 @@ def cache_env(cache: str | Path) -> dict[str, str]:
     return {"TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"), "TRITON_CACHE_DIR": str(cache / "triton")}
 
 
-def new_record(spec: dict, job_dir: str | Path) -> dict[str, Any]:
+def new_record(spec: dict, job_dir: str | Path) -> Record:
     """The skeleton every result record starts from (status failed until proven ok)."""
     from sweeper import __version__
 
@@ -82,14 +165,14 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         raise
 
 
-def write_record(job_dir: str | Path, record: dict[str, Any]) -> Path:
+def write_record(job_dir: str | Path, record: Record) -> Path:
     check_record(record, source="record to write")
     path = Path(job_dir) / RESULT_FILE
     atomic_write_text(path, json.dumps(record, indent=1, sort_keys=False, default=str) + "\n")
     return path
 
 
-def read_record(path: str | Path) -> dict[str, Any]:
+def read_record(path: str | Path) -> Record:
     """The checked record of a job folder, of its result.json, or of a record saved
     compressed (NAME.result.json.gz, as under bench/results/ and tests/fixtures/)."""
     path = Path(path)
@@ -151,7 +234,7 @@ def check_record(record: Any, source: str) -> None:
         raise RecordError(f"{source}: a {record['status']} record must give its reason")
 
 
-def relocate(record: dict, old: str, new: str) -> dict:
+def relocate(record: Record, old: str, new: str) -> Record:
     """The record with its artifact paths moved from the node's scratch folder into the
     sweep folder. Module source_paths stay: they name files in the node's compile cache."""
 

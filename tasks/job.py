@@ -54,7 +54,7 @@ def prepare_process(cfg: dict, job_dir: Path) -> Path:
     """Environment that Inductor and Triton read at import: must run before torch loads.
     The cache folders are the job's own, so concurrent jobs never share temp paths."""
     root = job_dir / "cache"
-    if cfg.get("cache_root"):
+    if cfg["cache_root"]:
         root = Path(cfg["cache_root"]) / f"{job_dir.parent.name}-{job_dir.name}"
     os.environ.update(cache_env(root))
     os.environ["TORCHINDUCTOR_BENCHMARK_KERNEL"] = "1"  # get_args()/kernel harnesses

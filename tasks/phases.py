@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from sweeper.analysis.breakdown import spread
-from sweeper.record import PHASE_MARK
+from sweeper.record import PHASE_MARK, Record
 from tasks import inductor_internals as inductor
 from tasks.modules_profile import ModuleRun
 
@@ -57,7 +57,7 @@ class JobContext:
 
     cfg: dict
     job_dir: Path
-    record: dict
+    record: Record
     device: str = ""
     workload: object = None
     step: Callable[[], object] | None = None
@@ -95,7 +95,7 @@ def setup(ctx: JobContext) -> None:
 
     cfg = ctx.cfg
     set_pause(ctx.measure["pause_gc"])
-    _inject_fault(cfg.get("debug_fault"))
+    _inject_fault(cfg["debug_fault"])
     device = cfg["device"] if cfg["device"] != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("device=cuda but this machine has no usable CUDA GPU; use device=auto or device=cpu")

@@ -35,4 +35,15 @@ class RayLauncherConf:
     runtime_env: dict[str, Any] = field(default_factory=dict)
 
 
+def with_defaults(conf: dict) -> dict:
+    """The launcher's settings with every key present: Hydra's composed config has them
+    all; a caller that passes only some (the tests) gets the rest from the dataclass, so
+    that each default is declared once, above."""
+    from dataclasses import asdict
+
+    defaults = asdict(RayLauncherConf())
+    defaults.pop("_target_")
+    return {**defaults, **dict(conf)}
+
+
 ConfigStore.instance().store(group="hydra/launcher", name="sweeper_ray", node=RayLauncherConf, provider="sweeper")

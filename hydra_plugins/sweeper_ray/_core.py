@@ -33,6 +33,7 @@ from typing import Sequence
 
 from hydra.core.utils import JobReturn, JobStatus, configure_log, setup_globals
 
+from hydra_plugins.sweeper_ray._config import with_defaults
 from hydra_plugins.sweeper_ray._ray import collect, init_ray, job_resources, run_in_worker, scratch_key
 from sweeper.record import write_record
 from sweeper.sweep import summary as sm
@@ -48,7 +49,7 @@ log = logging.getLogger(__name__)
 def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
     setup_globals()
     configure_log(launcher.config.hydra.hydra_logging, launcher.config.hydra.verbose)
-    conf = dict(launcher.conf)
+    conf = with_defaults(launcher.conf)
     jobs = make_jobs(launcher, job_overrides, initial_job_idx)
     check_jobs(jobs)
     stop_on_problem(check_launcher, conf)
@@ -104,7 +105,7 @@ class RaySweep:
         """The jobs to run: those without an ok record of the same overrides (resume)."""
         to_run = []
         for job in self.jobs:
-            record = reusable(job) if self.conf.get("resume", True) else None
+            record = reusable(job) if self.conf["resume"] else None
             if record is None:
                 to_run.append(job)
                 continue
@@ -125,14 +126,14 @@ class RaySweep:
         log.info(f"Launching {len(to_run)} jobs on Ray ({len(self.jobs) - len(to_run)} kept from an earlier run), "
                  f"{res['num_gpus']} GPU and {res['num_cpus']} CPU each, up to {self.slots} at a time")
         remote = ray.remote(max_calls=1)(run_in_worker).options(
-            max_retries=int(conf.get("max_retries_on_node_loss", 1)), **res)
-        scratch_root = Path(conf.get("scratch_dir") or "/tmp/sweeper-scratch") / scratch_key(self.sweep_dir)
+            max_retries=int(conf["max_retries_on_node_loss"]), **res)
+        scratch_root = Path(conf["scratch_dir"]) / scratch_key(self.sweep_dir)
         for job in sorted(to_run, key=expected_cost, reverse=True):  # Ray starts them in this order
             save_hydra_files(job)
             log.info(f"\t#{job.num} : {job.name}")
-            timeout = job.spec["config"].get("timeout_s") or None
+            timeout = job.spec["config"]["timeout_s"] or None
             ref = remote.remote(job.spec, str(scratch_root / job.job_dir.name), timeout,
-                                str(conf.get("compile_threads") or "all"))
+                                str(conf["compile_threads"]))
             self.pending[ref] = job
             self.submitted_at[job.num] = time.time()
 
@@ -175,6 +176,6 @@ class RaySweep:
 
 
 def check_launcher(conf: dict) -> None:
-    value = conf.get("compile_threads") or "all"
+    value = with_defaults(conf)["compile_threads"]
     if value not in ("all", "share"):
         raise SweepConfigError(f"hydra.launcher.compile_threads={value}: one of all, share; no job was run")

@@ -12,6 +12,7 @@ import sys
 import tarfile
 from pathlib import Path
 
+from hydra_plugins.sweeper_ray._config import with_defaults
 from sweeper.record import relocate, write_record
 from sweeper.sweep.control import Job
 from sweeper.sweep.job_process import failed_record
@@ -21,7 +22,8 @@ _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def init_ray(conf: dict) -> str:
-    address = conf.get("address") or os.environ.get("RAY_ADDRESS")
+    conf = with_defaults(conf)
+    address = conf["address"] or os.environ.get("RAY_ADDRESS")
     if not address:
         _loopback_only()
     import ray
@@ -31,8 +33,8 @@ def init_ray(conf: dict) -> str:
     if address:
         # An existing cluster: ask it for nothing (resources, dashboard) at init. A dead
         # address would keep ray.init retrying for minutes: check it in seconds first.
-        stop_on_problem(check_ray_address, address, float(conf.get("connect_timeout_s") or 10))
-        ray.init(address=address, runtime_env=dict(conf.get("runtime_env") or {}) or None)
+        stop_on_problem(check_ray_address, address, float(conf["connect_timeout_s"]))
+        ray.init(address=address, runtime_env=dict(conf["runtime_env"] or {}) or None)
         return f"joined Ray cluster at {address}"
     # Workers inherit the driver's environment. PYTHONPATH goes there, not into a
     # runtime_env: Ray prestarts idle workers only for the default environment, and a
@@ -63,11 +65,12 @@ def job_resources(conf: dict) -> dict:
     import ray
 
     gpus = ray.cluster_resources().get("GPU", 0)
-    if conf.get("num_gpus_per_job") is not None:
+    conf = with_defaults(conf)
+    if conf["num_gpus_per_job"] is not None:
         want_gpus = conf["num_gpus_per_job"]
     else:
         want_gpus = 1 if gpus else 0
-    if conf.get("num_cpus_per_job") is not None:
+    if conf["num_cpus_per_job"] is not None:
         cpus = conf["num_cpus_per_job"]
     elif want_gpus:
         cpus = 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from sweeper.analysis.categories import CATEGORIES
+from sweeper.record import Record
 from sweeper.sweep.inductor_options import flatten
 from sweeper.sweep.summary import headline
 
@@ -129,14 +130,14 @@ def job_num(rec: dict) -> int:
     return int(value) if value.isdigit() else -1
 
 
-def unique_labels(records: list[dict]) -> dict[int, str]:
+def unique_labels(records: list[Record]) -> dict[int, str]:
     """job number -> label; jobs of one configuration (e.g. seeds) get their number added."""
     labels = {job_num(r): job_label(r.get("config") or {}) for r in records}
     counts = pd.Series(list(labels.values())).value_counts()
     return {n: f"{lab} #{n}" if counts[lab] > 1 else lab for n, lab in labels.items()}
 
 
-def jobs_table(records: list[dict]) -> pd.DataFrame:
+def jobs_table(records: list[Record]) -> pd.DataFrame:
     rows = []
     names = unique_labels(records)
     for rec in records:
@@ -171,7 +172,7 @@ def jobs_table(records: list[dict]) -> pd.DataFrame:
     return df.sort_values("job", kind="stable").reset_index(drop=True)
 
 
-def _scopes(records: list[dict]):
+def _scopes(records: list[Record]):
     """(job, label, scope, role, breakdown) for each job's step and each module that has a
     breakdown."""
     names = unique_labels(records)
@@ -184,7 +185,7 @@ def _scopes(records: list[dict]):
                 yield job, names[job], m["label"], m.get("role"), m["breakdown"]
 
 
-def categories_table(records: list[dict]) -> pd.DataFrame:
+def categories_table(records: list[Record]) -> pd.DataFrame:
     rows = [{"job": job, "label": label, "scope": scope, "role": role, "category": cat,
              "device_ms": c.get("device_ms"), "share_pct": c.get("share_of_device_pct"),
              "pct_of_wall": c.get("pct_of_wall"), "launches": c.get("launches")}
@@ -193,7 +194,7 @@ def categories_table(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(CATEGORY_COLUMNS))
 
 
-def kernels_table(records: list[dict]) -> pd.DataFrame:
+def kernels_table(records: list[Record]) -> pd.DataFrame:
     rows = [{"job": job, "label": label, "scope": scope, "kernel": k.get("name"), "category": k.get("category"),
              "device_ms": k.get("device_ms"), "count": k.get("count"), "share_pct": k.get("share_of_device_pct"),
              "pct_of_wall": k.get("pct_of_wall")}
@@ -202,7 +203,7 @@ def kernels_table(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(KERNEL_COLUMNS))
 
 
-def microbench_table(records: list[dict]) -> pd.DataFrame:
+def microbench_table(records: list[Record]) -> pd.DataFrame:
     """The Triton kernels each GPU job selected and benchmarked (sweeper/analysis/kernels.py
     select_kernels, tasks/kernel_bench.py); CPU jobs have no such rows."""
     names = unique_labels(records)

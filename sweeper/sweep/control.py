@@ -47,10 +47,15 @@ def make_jobs(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx:
             cfg.hydra.job.num = num
         job_dir = Path(str(cfg.hydra.sweep.dir)).resolve() / str(cfg.hydra.sweep.subdir)
         task_keys = [k for k in cfg.keys() if k != "hydra"]
-        task_cfg = OmegaConf.to_container(OmegaConf.masked_copy(cfg, task_keys), resolve=True, enum_to_str=True)
-        spec = {"job_id": str(num), "overrides": list(overrides), "config": task_cfg}
-        jobs.append(Job(num, list(overrides), cfg, job_dir, spec))
+        jobs.append(Job(num, list(overrides), cfg, job_dir, job_spec(num, overrides,
+                                                                  OmegaConf.masked_copy(cfg, task_keys))))
     return jobs
+
+
+def job_spec(num: int, overrides: Sequence[str], cfg: DictConfig) -> dict:
+    """What a job process reads (job.json), built the same way by both launchers."""
+    return {"job_id": str(num), "overrides": list(overrides),
+            "config": OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)}
 
 
 def save_hydra_files(job: Job) -> None:
@@ -74,7 +79,7 @@ def reusable(job: Job) -> dict | None:
 
 def dry_run(jobs: list[Job], sweep_dir: Path) -> bool:
     """With dry_run=true: list the jobs and say so (True); the sweep then runs none."""
-    if not (jobs and jobs[0].spec["config"].get("dry_run")):
+    if not (jobs and jobs[0].spec["config"]["dry_run"]):
         return False
     print(f"dry run: {len(jobs)} jobs into {sweep_dir}; none started")
     for j in jobs:
@@ -88,12 +93,14 @@ def expected_cost(job: Job) -> tuple:
     H200, max-autotune compiles took 3 to 8 times as long as default ones
     (docs/findings.md), and training steps longer than inference."""
     cfg = job.spec["config"]
-    return (bool(cfg.get("autotune")), cfg.get("mode") == "training", -job.num)
+    return (bool(cfg["autotune"]), cfg["mode"] == "training", -job.num)
 
 
 def confirm(n: int, cfg: dict) -> None:
-    limit = cfg.get("confirm_above", 50)
-    if n <= limit or cfg.get("yes"):
+    if not cfg:  # no job at all
+        return
+    limit = cfg["confirm_above"]
+    if n <= limit or cfg["yes"]:
         return
     question = f"This sweep has {n} jobs (more than confirm_above={limit})."
     if sys.stdin is not None and sys.stdin.isatty():

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from sweeper.record import PHASE_MARK, RecordError, new_record, read_record, write_record
+from sweeper.record import PHASE_MARK, Record, RecordError, new_record, read_record, write_record
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]  # holds sweeper/ and tasks/
 
@@ -37,7 +37,7 @@ def log_tail(path: Path, lines: int = 30) -> str:
         return ""
 
 
-def failed_record(spec: dict, job_dir: Path, reason: str, duration_s: float) -> dict:
+def failed_record(spec: dict, job_dir: Path, reason: str, duration_s: float) -> Record:
     """The record of a job that could not write its own (crash, time-out, lost worker)."""
     record = new_record(spec, job_dir)
     record.update(reason=reason, phase="process", log_tail=log_tail(job_dir / "job.log"))

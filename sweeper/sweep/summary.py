@@ -9,7 +9,7 @@ import statistics
 import time
 from pathlib import Path
 
-from sweeper.record import atomic_write_text
+from sweeper.record import Record, atomic_write_text
 
 SUMMARY_FILE = "summary.json"
 # The sweep this process ran, set by whichever launcher ran it, for sweeper.__main__ to
@@ -60,7 +60,7 @@ def launch_us(record: dict) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
 
-def headline(record: dict) -> dict:
+def headline(record: Record) -> dict:
     """The figures a reader of a sweep wants first, None where the job has none."""
     t = record.get("timings") or {}
     step = record.get("step") or {}
@@ -81,7 +81,7 @@ def headline(record: dict) -> dict:
     }
 
 
-def job_entry(num: int, overrides: list[str], job_dir: Path, record: dict, reused: bool = False) -> dict:
+def job_entry(num: int, overrides: list[str], job_dir: Path, record: Record, reused: bool = False) -> dict:
     return {
         "num": num,
         "overrides": list(overrides),
