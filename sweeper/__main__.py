@@ -47,41 +47,23 @@ def run_one(cfg: DictConfig) -> str:
     _basic["sweep_dir"] = job_dir.parent
     _basic["jobs"].append(sm.job_entry(num, overrides, job_dir, record))
     sm.write_summary(job_dir.parent, _basic["jobs"], _basic["started"], sys.argv[1:], done=False)
-    sm.LAST_SWEEP = {"sweep_dir": job_dir.parent, "jobs": _basic["jobs"], "command": sys.argv[1:]}
     return record["status"]
 
 
 def main() -> None:
+    """The Ray launcher ends its sweep itself (sm.close_sweep, exiting non-zero when a job
+    failed); with Hydra's basic launcher the jobs ran through run_one() above, and the sweep
+    ends here."""
     interrupted = False
     try:
         run_one()
     except KeyboardInterrupt:
         interrupted = True
-    if _basic["jobs"]:  # the basic launcher's last summary: is the sweep complete?
+    if _basic["jobs"]:
         sm.write_summary(_basic["sweep_dir"], _basic["jobs"], _basic["started"], sys.argv[1:], done=not interrupted)
-    sweep = sm.LAST_SWEEP
-    if sweep is not None:
-        text, failed = sm.closing_report(sweep["jobs"], sweep["sweep_dir"], sweep["command"])
-        print(text, flush=True)
-        print(f"summary: {Path(sweep['sweep_dir']) / sm.SUMMARY_FILE}", flush=True)
-        if not interrupted:
-            _report(Path(sweep["sweep_dir"]))
+        sys.exit(sm.close_sweep(_basic["sweep_dir"], _basic["jobs"], sys.argv[1:], interrupted))
     if interrupted:
         sys.exit(130)
-    if sweep is not None and failed:
-        sys.exit(1)
-
-
-def _report(sweep_dir: Path) -> None:
-    """Tables, figures and report.html. A failure here must not fail a finished sweep:
-    the results are on disk, and `python -m sweeper.aggregate` can be run again."""
-    from sweeper.aggregate import aggregate
-
-    try:
-        print(f"report: {aggregate(sweep_dir)}", flush=True)
-    except Exception as e:  # noqa: BLE001
-        print(f"sweeper: the report could not be made ({type(e).__name__}: {e}); the results are kept. "
-              f"Retry with: python -m sweeper.aggregate {sweep_dir}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

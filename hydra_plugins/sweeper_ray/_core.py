@@ -55,7 +55,6 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
     stop_on_problem(check_launcher, conf)
     sweep_dir = jobs[0].job_dir.parent if jobs else Path(str(launcher.config.hydra.sweep.dir)).resolve()
     if dry_run(jobs, sweep_dir):
-        sm.LAST_SWEEP = None
         return []
     confirm(len(jobs), jobs[0].spec["config"] if jobs else {})
     stop_on_problem(check_output_dir, sweep_dir)
@@ -63,8 +62,11 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
     sweep = RaySweep(conf, jobs, sweep_dir)
     try:
         sweep.run()
-    finally:  # finished, failed or interrupted: sweeper.__main__ reports it
-        sm.LAST_SWEEP = {"sweep_dir": sweep_dir, "jobs": list(sweep.entries.values()), "command": sweep.command}
+    except KeyboardInterrupt:
+        raise SystemExit(sm.close_sweep(sweep_dir, list(sweep.entries.values()), sweep.command, interrupted=True))
+    code = sm.close_sweep(sweep_dir, list(sweep.entries.values()), sweep.command)
+    if code:  # Hydra keeps no exit code of a launcher's own: a failed job ends the command here
+        raise SystemExit(code)
     return [
         JobReturn(overrides=job.overrides, cfg=job.config, hydra_cfg=None, working_dir=str(job.job_dir),
                   task_name="sweeper", status=JobStatus.COMPLETED, _return_value=sweep.records[job.num]["status"])

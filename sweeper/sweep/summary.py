@@ -12,9 +12,6 @@ from pathlib import Path
 from sweeper.record import Record, atomic_write_text
 
 SUMMARY_FILE = "summary.json"
-# The sweep this process ran, set by whichever launcher ran it, for sweeper.__main__ to
-# report and choose the exit code: {"sweep_dir", "jobs" (entries), "command"}.
-LAST_SWEEP: dict | None = None
 
 
 # The phases whose figures are timings and profiles (tasks/job.py): other work on the host
@@ -114,6 +111,33 @@ def write_summary(sweep_dir: Path, jobs: list[dict], started: float, command: li
 def rerun_command(overrides: list[str]) -> str:
     """The command that runs one job alone."""
     return "python -m sweeper " + " ".join(shlex.quote(o) for o in overrides)
+
+
+def close_sweep(sweep_dir: Path, jobs: list[dict], command: list[str], interrupted: bool = False) -> int:
+    """What every sweep ends with, whichever launcher ran it: the closing report, where the
+    summary is, the tables, figures and report.html (not after an interruption), and the
+    exit code: 130 interrupted, 1 when a job failed, else 0."""
+    text, failed = closing_report(jobs, Path(sweep_dir), command)
+    print(text, flush=True)
+    print(f"summary: {Path(sweep_dir) / SUMMARY_FILE}", flush=True)
+    if interrupted:
+        return 130
+    _report(Path(sweep_dir))
+    return 1 if failed else 0
+
+
+def _report(sweep_dir: Path) -> None:
+    """A failure here must not fail a finished sweep: the results are on disk, and
+    `python -m sweeper.aggregate` can be run again."""
+    import sys
+
+    from sweeper.aggregate import aggregate  # the reporting layer sits above this module
+
+    try:
+        print(f"report: {aggregate(sweep_dir)}", flush=True)
+    except Exception as e:  # noqa: BLE001
+        print(f"sweeper: the report could not be made ({type(e).__name__}: {e}); the results are kept. "
+              f"Retry with: python -m sweeper.aggregate {sweep_dir}", file=sys.stderr, flush=True)
 
 
 def closing_report(jobs: list[dict], sweep_dir: Path, command: list[str]) -> tuple[str, bool]:
