@@ -141,6 +141,8 @@ def test_crash_and_hang_are_isolated(tmp_path):
     assert hang["status"] == "failed" and "timed out after 90 s" in hang["reason"]
     assert ok["status"] == "ok"
     assert "injecting fault 'crash'" in read_record(crash["dir"])["log_tail"]
+    # the launcher wrote these records; they name the phase the job had reached, from its log
+    assert read_record(crash["dir"])["phase"] == read_record(hang["dir"])["phase"] == "setup"
     # the closing report names the failed jobs, their logs, and how to re-run
     assert "2 of 3 jobs did not finish" in proc.stdout
     assert crash["log"] in proc.stdout and "hydra.sweep.dir=" in proc.stdout
@@ -293,6 +295,22 @@ print(json.dumps({"msg": msg, "sockets": sorted(set(mine)), "webui": node.addres
                   "token": is_token_auth_enabled(), "node_ip": node.node_ip_address, "worker_ip": worker_ip}))
 ray.shutdown()
 """
+
+
+AUTH_OFF_CHECK = r"""
+from hydra_plugins.sweeper_ray._ray import init_ray
+import ray
+print(init_ray({}))
+ray.shutdown()
+"""
+
+
+def test_the_launcher_says_when_token_authentication_is_off():
+    proc = subprocess.run([sys.executable, "-c", AUTH_OFF_CHECK], cwd=ROOT, capture_output=True, text=True,
+                          timeout=180, env=dict(os.environ, PYTHONPATH=str(ROOT), RAY_AUTH_MODE="disabled"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "token authentication OFF" in proc.stdout and "token authentication on" not in proc.stdout
+    assert "warning: Ray's token authentication is off (RAY_AUTH_MODE=disabled)" in proc.stderr
 
 
 def test_embedded_ray_listens_on_loopback_only_without_dashboard_and_with_token_auth():

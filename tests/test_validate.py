@@ -146,6 +146,33 @@ def test_unknown_key_or_value_stops_before_any_folder(tmp_path, override, says):
     assert time.time() - t0 < 60
 
 
+def test_undeclared_keys_are_named_with_the_closest_declared_ones():
+    assert job_problems(base(foo=1)) == [
+        "foo: not a sweeper key (`python -m sweeper --help` lists the keys); a `+` in front does not make it one"]
+    assert "modle: not a sweeper key (did you mean mode or model?)" in job_problems(base(modle="resnet50"))[0]
+    said = job_problems(base(measure={"timed_step": 3}))
+    assert len(said) == 1 and said[0].startswith("measure.timed_step: not a sweeper key (did you mean measure.timed_steps")
+    # inductor.* is a free-form group, checked against the installed torch instead
+    assert job_problems(base(inductor={"max_autotune": True})) == []
+    assert [p.split(":")[0] for p in job_problems(base(inductor={"anything": 1}))] == ["inductor.anything"]
+
+
+@pytest.mark.parametrize("overrides, named", [
+    (["+foo=1", "dry_run=true"], ["foo: not a sweeper key"]),  # what Hydra's own error suggests for foo=1
+    (["+modle=resnet50", "dry_run=true"], ["modle: not a sweeper key (did you mean mode or model?)"]),
+    (["+foo=1,2"], ["job #0 (+foo=1): foo: not a sweeper key", "job #1 (+foo=2)"]),  # swept: the launcher's check
+])
+def test_a_key_added_with_plus_stops_the_sweep(tmp_path, overrides, named):
+    sweep_dir = tmp_path / "sweep"
+    t0 = time.time()
+    proc = subprocess.run([sys.executable, "-m", "sweeper", *overrides, f"hydra.sweep.dir={sweep_dir}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert all(n in proc.stderr for n in named) and "no job was run" in proc.stderr
+    assert _no_job_folder(sweep_dir)
+    assert time.time() - t0 < 60
+
+
 NAMES_CHECK = r"""
 import json, sys
 from sweeper.sweep.models import UnknownModelError, check_model_name

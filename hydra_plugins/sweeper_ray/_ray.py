@@ -44,7 +44,22 @@ def init_ray(conf: dict) -> str:
     if str(_REPO_ROOT) not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), *paths]))
     ray.init(include_dashboard=False)
-    return "started an embedded local Ray on 127.0.0.1 (no dashboard, token authentication on)"
+    return f"started an embedded local Ray on 127.0.0.1 (no dashboard, {token_auth_state()})"
+
+
+def token_auth_state() -> str:
+    """What Ray says of its token authentication, as it is: Ray 2.60 turns it on for a local
+    cluster unless RAY_AUTH_MODE turns it off, which is worth a warning."""
+    try:
+        from ray._private.authentication.authentication_utils import is_token_auth_enabled
+    except ImportError:  # another Ray version: say so rather than claim either way
+        return "token authentication: unknown with this Ray version"
+    if is_token_auth_enabled():
+        return "token authentication on"
+    print("sweeper: warning: Ray's token authentication is off (RAY_AUTH_MODE="
+          f"{os.environ.get('RAY_AUTH_MODE', 'unset')}); any local process can submit work to this Ray",
+          file=sys.stderr, flush=True)
+    return "token authentication OFF"
 
 
 def _loopback_only() -> None:

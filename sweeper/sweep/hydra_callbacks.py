@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
-from sweeper.sweep.validate import check_output_dir, stop_on_problem
+from sweeper.sweep.validate import check_declared_keys, check_output_dir, stop_on_problem
 
 
 class Preflight(Callback):
@@ -16,4 +16,7 @@ class Preflight(Callback):
     instead of in a traceback from Hydra's mkdir (or, worse, after the first job)."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        # keys added with `+` before Hydra writes anything (swept ones: the launcher's checks)
+        keys = [k for k in config.keys() if k != "hydra"]
+        stop_on_problem(check_declared_keys, OmegaConf.to_container(OmegaConf.masked_copy(config, keys)))
         stop_on_problem(check_output_dir, config.hydra.sweep.dir)

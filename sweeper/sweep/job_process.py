@@ -37,10 +37,25 @@ def log_tail(path: Path, lines: int = 30) -> str:
         return ""
 
 
+def last_phase(log_path: Path) -> str | None:
+    """The last phase a job's log announced ("[sweeper] phase compile"), None if none."""
+    mark = f"{PHASE_MARK} phase "
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - (1 << 20)))  # the last MiB: a compile's warnings can be long
+            lines = f.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    phases = [line[len(mark):].strip() for line in lines if line.startswith(mark)]
+    return phases[-1] if phases else None
+
+
 def failed_record(spec: dict, job_dir: Path, reason: str, duration_s: float) -> Record:
     """The record of a job that could not write its own (crash, time-out, lost worker)."""
     record = new_record(spec, job_dir)
-    record.update(reason=reason, phase="process", log_tail=log_tail(job_dir / "job.log"))
+    tail = log_tail(job_dir / "job.log")
+    record.update(reason=reason, phase=last_phase(job_dir / "job.log") or "process", log_tail=tail)
     record["job"]["duration_s"] = round(duration_s, 3)
     return record
 

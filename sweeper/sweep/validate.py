@@ -15,8 +15,41 @@ class SweepConfigError(ValueError):
     """One or more jobs of the sweep cannot run as configured."""
 
 
+def undeclared_keys(cfg: dict) -> list[str]:
+    """A problem for every key the job config does not declare (sweeper/sweep/config.py),
+    with the closest declared keys: Hydra itself suggests `+key=value` for an unknown key,
+    and that would otherwise run the sweep with the key ignored."""
+    from dataclasses import fields
+
+    from sweeper.sweep.config import JobConfig, MeasureConfig
+
+    declared = sorted(f.name for f in fields(JobConfig))
+    problems = [_undeclared(key, declared) for key in cfg if key != "hydra" and key not in declared]
+    if isinstance(cfg.get("measure"), dict):
+        measure = sorted(f"measure.{f.name}" for f in fields(MeasureConfig))
+        problems += [_undeclared(f"measure.{key}", measure) for key in cfg["measure"]
+                     if f"measure.{key}" not in measure]
+    return problems
+
+
+def _undeclared(key: str, declared: list[str]) -> str:
+    from difflib import get_close_matches
+
+    close = get_close_matches(key, declared, n=3, cutoff=0.5)
+    hint = f"did you mean {' or '.join(close)}?" if close else "`python -m sweeper --help` lists the keys"
+    return f"{key}: not a sweeper key ({hint}); a `+` in front does not make it one"
+
+
+def check_declared_keys(cfg: dict) -> None:
+    """Raise SweepConfigError naming every undeclared key of the composed config."""
+    problems = undeclared_keys(cfg)
+    if problems:
+        raise SweepConfigError(f"{len(problems)} problem(s) found before starting; no job was run:\n"
+                               + "\n".join(f"  {p}" for p in problems))
+
+
 def job_problems(cfg: dict) -> list[str]:
-    problems = []
+    problems = undeclared_keys(cfg)
     try:
         check_model_name(str(cfg["model"]))
     except UnknownModelError as e:
