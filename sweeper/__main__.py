@@ -9,6 +9,7 @@ here, one after another, each still in its own process.
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from pathlib import Path
@@ -55,6 +56,9 @@ def main() -> None:
     failed); with Hydra's basic launcher the jobs ran through run_one() above, and the sweep
     ends here."""
     interrupted = False
+    # SIGTERM (a scheduler, `kill`) ends the sweep as Ctrl-C does: running jobs cancelled,
+    # finished ones kept, summary.json saying what was running.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         run_one()
     except KeyboardInterrupt:
@@ -64,6 +68,10 @@ def main() -> None:
         sys.exit(sm.close_sweep(_basic["sweep_dir"], _basic["jobs"], sys.argv[1:], interrupted))
     if interrupted:
         sys.exit(130)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ RESULT_FILE = "result.json"
 # What a job process (tasks/job.py) hands its launcher (sweeper/sweep/job_process.py):
 # result.json in its folder, and on its output progress lines that start with this mark.
 PHASE_MARK = "[sweeper]"
-STATUSES = ("ok", "failed", "skipped")
+STATUSES = ("ok", "failed", "skipped", "cancelled")  # cancelled: the sweep was interrupted (Ctrl-C, SIGTERM)
 
 
 # The record's shape, declared once (docs/result-schema.md says what each field means).

@@ -3,6 +3,7 @@
 import gzip
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -184,7 +185,8 @@ def test_two_node_cluster_ships_artifacts_and_survives_node_loss(tmp_path):
 
 
 @pytest.mark.slow
-def test_ctrl_c_cancels_running_jobs_and_keeps_the_summary(tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_cancels_running_jobs_and_keeps_the_summary(tmp_path, sig):
     scratch = tmp_path / "scratch"
     proc = subprocess.Popen(
         [sys.executable, "-m", "sweeper", "model=test_resnet", "seed=0,1", *TINY,
@@ -194,12 +196,20 @@ def test_ctrl_c_cancels_running_jobs_and_keeps_the_summary(tmp_path):
     while time.time() < deadline and not list(scratch.glob("*/*/job.log")):
         time.sleep(0.5)
     time.sleep(2)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)  # SIGTERM ends the sweep as Ctrl-C does
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, out[-3000:]
     assert "interrupted: cancelling" in out
     s = summary(tmp_path / "sweep")
     assert not s["complete"] and s["counts"]["cancelled"] >= 1
+    # cancelled is cancelled everywhere: the jobs' records and a report made afterwards
+    cancelled = [j for j in s["jobs"] if j["status"] == "cancelled"]
+    assert all(read_record(j["dir"])["status"] == "cancelled" for j in cancelled)
+    from sweeper.aggregate import aggregate
+
+    page = aggregate(tmp_path / "sweep").read_text()
+    counts = re.search(r"\d+ jobs: ([^<]*)</p>", page).group(1)  # e.g. "2 cancelled" or "1 ok, 1 cancelled"
+    assert f"{len(cancelled)} cancelled" in counts and "failed" not in counts
     time.sleep(2)
     left = subprocess.run(["pgrep", "-f", str(scratch)], capture_output=True, text=True).stdout.split()
     assert left == [], "job processes outlived the cancelled sweep"

@@ -169,11 +169,10 @@ class RaySweep:
               flush=True)
         for ref, job in list(self.pending.items()):
             ray.cancel(ref, force=True)
-            record = failed_record(job.spec, job.job_dir, "cancelled (Ctrl-C) before it finished",
-                                   time.time() - self.submitted_at[job.num])
+            record = failed_record(job.spec, job.job_dir, "cancelled (Ctrl-C or SIGTERM) before it finished",
+                                   time.time() - self.submitted_at[job.num], status="cancelled")
             write_record(job.job_dir, record)
             self.finished(job, record)
-            self.entries[job.num]["status"] = "cancelled"
         sm.write_summary(self.sweep_dir, list(self.entries.values()), self.started, self.command, done=False)
 
 

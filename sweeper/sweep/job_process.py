@@ -51,11 +51,11 @@ def last_phase(log_path: Path) -> str | None:
     return phases[-1] if phases else None
 
 
-def failed_record(spec: dict, job_dir: Path, reason: str, duration_s: float) -> Record:
+def failed_record(spec: dict, job_dir: Path, reason: str, duration_s: float, status: str = "failed") -> Record:
     """The record of a job that could not write its own (crash, time-out, lost worker)."""
     record = new_record(spec, job_dir)
     tail = log_tail(job_dir / "job.log")
-    record.update(reason=reason, phase=last_phase(job_dir / "job.log") or "process", log_tail=tail)
+    record.update(status=status, reason=reason, phase=last_phase(job_dir / "job.log") or "process", log_tail=tail)
     record["job"]["duration_s"] = round(duration_s, 3)
     return record
 
