@@ -124,10 +124,13 @@ def test_second_sweep_into_the_same_folder_refuses(tmp_path):
         deadline = time.time() + 120
         while time.time() < deadline and not (tmp_path / "summary.json").exists():
             time.sleep(0.5)
-        second = subprocess.run([sys.executable, "-m", "sweeper", "model=test_resnet", f"hydra.sweep.dir={tmp_path}"],
-                                cwd=ROOT, capture_output=True, text=True, timeout=120)
+        multirun = (tmp_path / "multirun.yaml").read_bytes()
+        second = subprocess.run([sys.executable, "-m", "sweeper", "model=test_resnet", "batch_size=3",
+                                 f"hydra.sweep.dir={tmp_path}"], cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert second.returncode == 3
         assert "another sweep (pid" in second.stderr and str(tmp_path) in second.stderr
+        # the refused sweep was stopped before Hydra wrote its multirun.yaml over the running one's
+        assert (tmp_path / "multirun.yaml").read_bytes() == multirun and b"batch_size=3" not in multirun
     finally:
         first.send_signal(signal.SIGINT)
         first.communicate(timeout=120)

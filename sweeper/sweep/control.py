@@ -111,12 +111,17 @@ def confirm(n: int, cfg: dict) -> None:
     raise SystemExit(2)
 
 
-_LOCKS = []
+_LOCKS: dict[str, object] = {}  # sweep folder -> its open lock file: held while the process lives
 
 
 def lock_sweep(sweep_dir: Path):
-    """One sweep at a time per folder: a second one refuses instead of both writing."""
-    path = sweep_dir / ".sweep.lock"
+    """One sweep at a time per folder: a second one refuses instead of both writing. Taken
+    before Hydra writes anything into the folder (sweeper/sweep/hydra_callbacks.py), and
+    again by the launcher, which finds it held by this process already."""
+    key = str(Path(sweep_dir).resolve())
+    if key in _LOCKS:
+        return _LOCKS[key]
+    path = Path(sweep_dir) / ".sweep.lock"
     f = open(path, "a+")
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -130,7 +135,7 @@ def lock_sweep(sweep_dir: Path):
     f.truncate()
     f.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}")
     f.flush()
-    _LOCKS.append(f)  # the lock lives as long as the file stays open
+    _LOCKS[key] = f  # the lock lives as long as the file stays open
     return f
 
 

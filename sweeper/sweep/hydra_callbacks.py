@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
@@ -20,3 +21,7 @@ class Preflight(Callback):
         keys = [k for k in config.keys() if k != "hydra"]
         stop_on_problem(check_declared_keys, OmegaConf.to_container(OmegaConf.masked_copy(config, keys)))
         stop_on_problem(check_output_dir, config.hydra.sweep.dir)
+        # before Hydra writes multirun.yaml: a refused sweep touches nothing of a running one
+        from sweeper.sweep.control import lock_sweep
+
+        lock_sweep(Path(str(config.hydra.sweep.dir)))
