@@ -205,6 +205,7 @@ def test_ctrl_c_cancels_running_jobs_and_keeps_the_summary(tmp_path, sig):
     # cancelled is cancelled everywhere: the jobs' records and a report made afterwards
     cancelled = [j for j in s["jobs"] if j["status"] == "cancelled"]
     assert all(read_record(j["dir"])["status"] == "cancelled" for j in cancelled)
+    assert all(Path(j["log"]).is_file() for j in cancelled)  # the closing report's log paths exist
     from sweeper.aggregate import aggregate
 
     page = aggregate(tmp_path / "sweep").read_text()
@@ -240,6 +241,41 @@ def test_ray_worker_killed_mid_job_is_retried(tmp_path):
     assert not Path(f"/proc/{job_pid}").exists(), "the first attempt's job process outlived its worker"
     s = summary(tmp_path / "sweep")
     assert s["counts"]["ok"] == 1  # retried on a fresh worker (max_retries_on_node_loss=1)
+
+
+@pytest.mark.slow
+def test_a_job_whose_worker_died_with_no_retry_left_names_a_log_that_exists(tmp_path):
+    scratch = tmp_path / "scratch"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweeper", "model=test_resnet", *TINY, "timeout_s=300",
+         "hydra.launcher.max_retries_on_node_loss=0", f"hydra.launcher.scratch_dir={scratch}",
+         f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline, job_pid = time.time() + 180, None
+        while time.time() < deadline and not job_pid:
+            found = subprocess.run(["pgrep", "-f", f"tasks.job {scratch}"], capture_output=True, text=True)
+            job_pid = found.stdout.split()[0] if found.stdout.split() else None
+            time.sleep(0.5)
+        assert job_pid, "the job process never started"
+        time.sleep(3)  # into its phases
+        worker_pid = int(Path(f"/proc/{job_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        os.kill(worker_pid, signal.SIGKILL)
+        out, _ = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, out[-4000:]
+    job = summary(tmp_path / "sweep")["jobs"][0]
+    assert job["status"] == "failed" and "Ray task failed" in job["reason"]
+    # every path the closing report prints exists: the job's log (brought back from the
+    # node's scratch folder) and Ray's own worker logs
+    printed = re.search(r"#0: (\S+)", out).group(1)
+    assert printed == job["log"] and Path(printed).is_file() and "[sweeper] phase" in Path(printed).read_text()
+    ray_logs = re.search(r"Ray's own logs of its workers: (\S+)", out).group(1)
+    assert Path(ray_logs).is_dir()
+    rec = read_record(job["dir"])
+    assert rec["phase"] not in ("process", "start")  # the phase its log announced last
 
 
 EMBEDDED_RAY_CHECK = r"""

@@ -34,12 +34,11 @@ from typing import Sequence
 from hydra.core.utils import JobReturn, JobStatus, configure_log, setup_globals
 
 from hydra_plugins.sweeper_ray._config import with_defaults
-from hydra_plugins.sweeper_ray._ray import collect, init_ray, job_resources, run_in_worker, scratch_key
-from sweeper.record import write_record
+from hydra_plugins.sweeper_ray._ray import (collect, init_ray, job_resources, record_without_worker, run_in_worker,
+                                             scratch_key)
 from sweeper.sweep import summary as sm
 from sweeper.sweep.control import (Job, check_jobs, confirm, dry_run, expected_cost, lock_sweep, make_jobs, reusable,
                                    save_hydra_files)
-from sweeper.sweep.job_process import failed_record
 from sweeper.sweep.progress import Progress
 from sweeper.sweep.validate import SweepConfigError, check_output_dir, stop_on_problem
 
@@ -86,6 +85,7 @@ class RaySweep:
         self.pending: dict = {}  # Ray object ref -> Job
         self.submitted_at: dict[int, float] = {}
         self.slots = 1
+        self.scratch_root = Path(conf["scratch_dir"]) / scratch_key(sweep_dir)  # on each node
 
     def run(self) -> None:
         to_run = self.keep_finished()
@@ -129,12 +129,11 @@ class RaySweep:
                  f"{res['num_gpus']} GPU and {res['num_cpus']} CPU each, up to {self.slots} at a time")
         remote = ray.remote(max_calls=1)(run_in_worker).options(
             max_retries=int(conf["max_retries_on_node_loss"]), **res)
-        scratch_root = Path(conf["scratch_dir"]) / scratch_key(self.sweep_dir)
         for job in sorted(to_run, key=expected_cost, reverse=True):  # Ray starts them in this order
             save_hydra_files(job)
             log.info(f"\t#{job.num} : {job.name}")
             timeout = job.spec["config"]["timeout_s"] or None
-            ref = remote.remote(job.spec, str(scratch_root / job.job_dir.name), timeout,
+            ref = remote.remote(job.spec, str(self.scratch_root / job.job_dir.name), timeout,
                                 str(conf["compile_threads"]))
             self.pending[ref] = job
             self.submitted_at[job.num] = time.time()
@@ -147,7 +146,7 @@ class RaySweep:
             for ref in ready:
                 job = self.pending.pop(ref)
                 took = time.time() - self.submitted_at[job.num]
-                record = collect(ref, job, took)
+                record = collect(ref, job, took, self.scratch_root / job.job_dir.name)
                 self.finished(job, record)
                 progress.finished(record["status"], took)
                 self.write_summary()
@@ -169,9 +168,9 @@ class RaySweep:
               flush=True)
         for ref, job in list(self.pending.items()):
             ray.cancel(ref, force=True)
-            record = failed_record(job.spec, job.job_dir, "cancelled (Ctrl-C or SIGTERM) before it finished",
-                                   time.time() - self.submitted_at[job.num], status="cancelled")
-            write_record(job.job_dir, record)
+            record = record_without_worker(job, "cancelled (Ctrl-C or SIGTERM) before it finished",
+                                           time.time() - self.submitted_at[job.num],
+                                           self.scratch_root / job.job_dir.name, status="cancelled")
             self.finished(job, record)
         sm.write_summary(self.sweep_dir, list(self.entries.values()), self.started, self.command, done=False)
 

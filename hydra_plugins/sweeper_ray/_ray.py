@@ -149,7 +149,7 @@ def unpack(bundle: bytes, dest: Path) -> None:
         tar.extractall(dest, filter="data")
 
 
-def collect(ref, job: Job, duration: float) -> dict:
+def collect(ref, job: Job, duration: float, scratch_job_dir: Path) -> dict:
     """The job's record in the sweep folder, whatever happened to its worker."""
     import ray
 
@@ -157,12 +157,38 @@ def collect(ref, job: Job, duration: float) -> dict:
         result = ray.get(ref)
     except ray.exceptions.RayError as e:
         reason = f"Ray task failed ({type(e).__name__}): {str(e).strip().splitlines()[0][:300]}"
-        record = failed_record(job.spec, job.job_dir, reason, duration)
-        write_record(job.job_dir, record)
-        return record
+        return record_without_worker(job, reason, duration, scratch_job_dir)
     unpack(result["bundle"], job.job_dir)
     record = relocate(result["record"], result["scratch"], str(job.job_dir))
     record["job"]["host"] = result["host"]
     record["job"]["ray_node_id"] = result["node_id"]
     write_record(job.job_dir, record)
     return record
+
+
+def record_without_worker(job: Job, reason: str, duration: float, scratch_job_dir: Path,
+                          status: str = "failed") -> dict:
+    """The record of a job whose worker never sent its folder back (it died, or the sweep
+    was cancelled). Its log stayed in the node's scratch folder: copied into the sweep
+    folder where this machine can read it (an embedded Ray), else the record names where
+    it is. Either way the path a user is shown exists, and Ray's own logs are named."""
+    job.job_dir.mkdir(parents=True, exist_ok=True)
+    scratch_log = scratch_job_dir / "job.log"
+    if scratch_log.is_file():
+        shutil.copy(scratch_log, job.job_dir / "job.log")
+    record = failed_record(job.spec, job.job_dir, reason, duration, status=status)
+    if not (job.job_dir / "job.log").exists():
+        record["artifacts"]["log"] = f"{scratch_log} (on the node that ran the job; not readable here)"
+    record["artifacts"]["ray_logs"] = ray_logs_dir()
+    write_record(job.job_dir, record)
+    return record
+
+
+def ray_logs_dir() -> str | None:
+    """Where Ray writes its workers' own logs (this session's), None if unknown."""
+    try:
+        import ray
+
+        return ray._private.worker.global_worker.node.get_logs_dir_path()
+    except Exception:  # noqa: BLE001 - private API; a pointer, never a failure
+        return None

@@ -86,7 +86,9 @@ def job_entry(num: int, overrides: list[str], job_dir: Path, record: Record, reu
         "reason": record.get("reason"),
         "phase": record.get("phase"),
         "dir": str(job_dir),
-        "log": str(job_dir / "job.log"),
+        # where its log is: the job folder's, or where the node kept it (record_without_worker)
+        "log": (record.get("artifacts") or {}).get("log") or str(job_dir / "job.log"),
+        "ray_logs": (record.get("artifacts") or {}).get("ray_logs"),
         "reused_from_earlier_run": reused,
         "headline": headline(record),
     }
@@ -152,6 +154,9 @@ def closing_report(jobs: list[dict], sweep_dir: Path, command: list[str]) -> tup
         lines.append(f"{len(failed)} of {len(jobs)} jobs did not finish. Logs:")
         for j in failed:
             lines.append(f"  #{j['num']}: {j['log']}")
+        ray_logs = sorted({j["ray_logs"] for j in failed if j.get("ray_logs")})
+        if ray_logs:
+            lines.append(f"Ray's own logs of its workers: {', '.join(ray_logs)}")
         args = " ".join(shlex.quote(a) for a in command if not a.startswith("hydra.sweep.dir="))
         lines.append("Re-run only the failed and missing jobs (finished ones are kept):")
         lines.append(f"  python -m sweeper {args} hydra.sweep.dir={shlex.quote(str(sweep_dir))}")
