@@ -9,7 +9,6 @@ here, one after another, each still in its own process.
 
 from __future__ import annotations
 
-import signal
 import sys
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ from omegaconf import DictConfig
 
 from sweeper.sweep import summary as sm
 from sweeper.sweep.config import register
-from sweeper.sweep.control import job_spec
+from sweeper.sweep.control import job_spec, sigterm_as_interrupt
 from sweeper.sweep.job_process import failed_record, progress_printer, run_job_process
 from sweeper.record import write_record
 from sweeper.sweep.validate import job_problems
@@ -56,9 +55,7 @@ def main() -> None:
     failed); with Hydra's basic launcher the jobs ran through run_one() above, and the sweep
     ends here."""
     interrupted = False
-    # SIGTERM (a scheduler, `kill`) ends the sweep as Ctrl-C does: running jobs cancelled,
-    # finished ones kept, summary.json saying what was running.
-    signal.signal(signal.SIGTERM, _interrupt)
+    sigterm_as_interrupt()
     try:
         run_one()
     except KeyboardInterrupt:
@@ -68,10 +65,6 @@ def main() -> None:
         sys.exit(sm.close_sweep(_basic["sweep_dir"], _basic["jobs"], sys.argv[1:], interrupted))
     if interrupted:
         sys.exit(130)
-
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 if __name__ == "__main__":

@@ -97,6 +97,7 @@ class Record(TypedDict, total=False):
     reason: str | None
     phase: str
     log_tail: str
+    log_note: str  # where the log is, when the launcher could not bring it back
     job: JobInfo
     config: dict[str, Any]
     environment: dict[str, Any] | None

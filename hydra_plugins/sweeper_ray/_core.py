@@ -38,7 +38,7 @@ from hydra_plugins.sweeper_ray._ray import (collect, init_ray, job_resources, re
                                              scratch_key)
 from sweeper.sweep import summary as sm
 from sweeper.sweep.control import (Job, check_jobs, confirm, dry_run, expected_cost, lock_sweep, make_jobs, reusable,
-                                   save_hydra_files)
+                                   save_hydra_files, sigterm_as_interrupt)
 from sweeper.sweep.progress import Progress
 from sweeper.sweep.validate import SweepConfigError, check_output_dir, stop_on_problem
 
@@ -120,6 +120,7 @@ class RaySweep:
 
         conf = self.conf
         log.info(init_ray(conf))
+        sigterm_as_interrupt()  # after ray.init, which sets a handler of its own
         res = job_resources(conf)
         total = ray.cluster_resources()
         check_jobs(to_run, gpus_available=total.get("GPU", 0))

@@ -178,7 +178,9 @@ def record_without_worker(job: Job, reason: str, duration: float, scratch_job_di
         shutil.copy(scratch_log, job.job_dir / "job.log")
     record = failed_record(job.spec, job.job_dir, reason, duration, status=status)
     if not (job.job_dir / "job.log").exists():
-        record["artifacts"]["log"] = f"{scratch_log} (on the node that ran the job; not readable here)"
+        record["artifacts"]["log"] = None
+        record["log_note"] = (f"no log here: the job never started, or ran on another node "
+                              f"(its log there: {scratch_log})")
     record["artifacts"]["ray_logs"] = ray_logs_dir()
     write_record(job.job_dir, record)
     return record

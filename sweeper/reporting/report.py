@@ -35,8 +35,20 @@ def _num(x, fmt="{:.2f}") -> str:
     return fmt.format(x)
 
 
+def _text(x) -> str | None:
+    """A table cell as text, None where it is empty (None or pandas' NaN)."""
+    return None if x is None or (isinstance(x, float) and pd.isna(x)) or x == "" else str(x)
+
+
+def _log_of(row, entries: dict) -> str | None:
+    """The job's log path: its record's, else its summary entry's; None when there is none
+    (a job cancelled before it started)."""
+    entry = entries.get(row["job"], {})
+    return _text(row["log"]) or _text(entry.get("log"))
+
+
 def _link(path: str | None, sweep_dir: Path, text: str) -> str:
-    if not path:
+    if not _text(path):
         return "–"
     try:
         href = os.path.relpath(path, sweep_dir)  # relative: the folder can be copied elsewhere
@@ -97,7 +109,7 @@ def _jobs_section(sweep_dir: Path, records: dict[int, dict], jobs: pd.DataFrame,
             f"<td class='num'>{_num(r['host_busy_cores'], '{:.1f}')}</td>"
             f"<td class='num'>{_num(r['timing_iqr_pct'], '{:.0f}')}</td>"
             f"<td class='num'>{_num(r['launch_us'], '{:.2f}')}</td><td>{links}</td>"
-            f"<td>{_link(r['log'] or entries.get(r['job'], {}).get('log'), sweep_dir, 'job.log')}</td></tr>")
+            f"<td>{_link(_log_of(r, entries), sweep_dir, 'job.log')}</td></tr>")
     out.append("</table>")
     return out
 
@@ -113,7 +125,8 @@ def _failed_section(records: dict[int, dict], jobs: pd.DataFrame, entries: dict)
             overrides = entries.get(r["job"], {}).get("overrides") or (records.get(r["job"], {}).get("job") or {}).get("overrides") or []
             out.append(f"<tr class='{_e(r['status'])}'><td>{r['job']}</td><td>{_e(r['label'])}</td><td>{_e(r['status'])}</td>"
                        f"<td>{_e(r['phase'])}</td><td>{_e(r['reason'])}</td>"
-                       f"<td>{_e(r['log'] or entries.get(r['job'], {}).get('log'))}</td><td><code>{_e(rerun_command(overrides))}</code></td></tr>")
+                       f"<td>{_e(_log_of(r, entries) or entries.get(r['job'], {}).get('log_note') or 'no log')}</td>"
+                       f"<td><code>{_e(rerun_command(overrides))}</code></td></tr>")
         out.append("</table>")
     return out
 

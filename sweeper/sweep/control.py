@@ -139,6 +139,18 @@ def lock_sweep(sweep_dir: Path):
     return f
 
 
+def sigterm_as_interrupt() -> None:
+    """SIGTERM (a scheduler, `kill`) ends the sweep as Ctrl-C does: running jobs cancelled,
+    finished ones kept, summary.json saying what was running. Set again after ray.init,
+    whose own handler exits at once."""
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def check_jobs(jobs: list[Job], gpus_available: float | None = None) -> None:
     """Stop the sweep with every problem listed, before any job runs (exit code 2)."""
     stop_on_problem(check_sweep, [(j.num, j.overrides, j.spec["config"]) for j in jobs], gpus_available)

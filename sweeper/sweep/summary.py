@@ -87,7 +87,8 @@ def job_entry(num: int, overrides: list[str], job_dir: Path, record: Record, reu
         "phase": record.get("phase"),
         "dir": str(job_dir),
         # where its log is: the job folder's, or where the node kept it (record_without_worker)
-        "log": (record.get("artifacts") or {}).get("log") or str(job_dir / "job.log"),
+        "log": (record.get("artifacts") or {}).get("log", str(job_dir / "job.log")),
+        "log_note": record.get("log_note"),
         "ray_logs": (record.get("artifacts") or {}).get("ray_logs"),
         "reused_from_earlier_run": reused,
         "headline": headline(record),
@@ -153,7 +154,7 @@ def closing_report(jobs: list[dict], sweep_dir: Path, command: list[str]) -> tup
     if failed:
         lines.append(f"{len(failed)} of {len(jobs)} jobs did not finish. Logs:")
         for j in failed:
-            lines.append(f"  #{j['num']}: {j['log']}")
+            lines.append(f"  #{j['num']}: {j['log'] or j.get('log_note') or 'no log'}")
         ray_logs = sorted({j["ray_logs"] for j in failed if j.get("ray_logs")})
         if ray_logs:
             lines.append(f"Ray's own logs of its workers: {', '.join(ray_logs)}")
