@@ -84,11 +84,13 @@ def test_device_cuda_without_a_gpu_stops_before_any_job(tmp_path):
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    proc = subprocess.run([sys.executable, "-m", "sweeper", "model=resnet18", "device=cuda",
-                           f"hydra.sweep.dir={tmp_path}"], cwd=ROOT, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    assert "device=cuda, but there is no GPU here; use device=auto or device=cpu" in proc.stderr
-    assert _no_job_folder(tmp_path)
+    for extra in ([], ["dry_run=true"]):  # a dry run refuses as the real run does
+        proc = subprocess.run([sys.executable, "-m", "sweeper", "model=resnet18", "device=cuda", *extra,
+                               f"hydra.sweep.dir={tmp_path}"], cwd=ROOT, capture_output=True, text=True, timeout=180)
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert "device=cuda, but there is no GPU here; use device=auto or device=cpu" in proc.stderr
+        assert "dry run:" not in proc.stdout
+        assert _no_job_folder(tmp_path)
 
 
 def test_dry_run_lists_jobs_and_runs_none(tmp_path):
@@ -98,6 +100,14 @@ def test_dry_run_lists_jobs_and_runs_none(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "dry run: 4 jobs" in proc.stdout
     assert "#3 model=mixnet_l autotune=off" in proc.stdout
+    assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == []
+
+
+def test_a_200_job_sweep_is_refused_before_its_jobs_are_composed(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "sweeper", "seed=range(0,200)", f"hydra.sweep.dir={tmp_path}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2
+    assert "200 jobs (more than confirm_above=50)" in proc.stderr
     assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == []
 
 

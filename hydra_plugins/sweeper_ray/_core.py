@@ -49,13 +49,15 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
     setup_globals()
     configure_log(launcher.config.hydra.hydra_logging, launcher.config.hydra.verbose)
     conf = with_defaults(launcher.conf)
+    base = launcher.config  # the sweep-level keys (dry_run, confirm_above, yes) are the same for every job
+    if not base.dry_run:  # counted before composing every job: a refusal costs no time
+        confirm(len(job_overrides), {"confirm_above": base.confirm_above, "yes": base.yes})
     jobs = make_jobs(launcher, job_overrides, initial_job_idx)
-    check_jobs(jobs)
+    check_jobs(jobs, gpus_available=local_gpus(conf, jobs))
     stop_on_problem(check_launcher, conf)
     sweep_dir = jobs[0].job_dir.parent if jobs else Path(str(launcher.config.hydra.sweep.dir)).resolve()
     if dry_run(jobs, sweep_dir):
         return []
-    confirm(len(jobs), jobs[0].spec["config"] if jobs else {})
     stop_on_problem(check_output_dir, sweep_dir)
     lock_sweep(sweep_dir)  # held until this process ends
     sweep = RaySweep(conf, jobs, sweep_dir)
@@ -174,6 +176,30 @@ class RaySweep:
                                            self.scratch_root / job.job_dir.name, status="cancelled")
             self.finished(job, record)
         sm.write_summary(self.sweep_dir, list(self.entries.values()), self.started, self.command, done=False)
+
+
+def local_gpus(conf: dict, jobs: list[Job]) -> int | None:
+    """The GPUs an embedded Ray would have, counted before it starts (NVML, no torch import),
+    when a job asks for device=cuda: so that a dry run and a real run refuse alike. None on a
+    cluster (Ray counts its GPUs once joined) or when no job asks for CUDA."""
+    import os
+
+    if conf["address"] or os.environ.get("RAY_ADDRESS"):
+        return None
+    if not any(j.spec["config"]["device"] == "cuda" for j in jobs):
+        return None
+    try:
+        import pynvml
+    except ImportError:  # unknown here: Ray's own count decides once it has started
+        return None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:  # no NVIDIA driver: no GPU a job could use
+        return 0
+    try:
+        return pynvml.nvmlDeviceGetCount()
+    finally:
+        pynvml.nvmlShutdown()
 
 
 def check_launcher(conf: dict) -> None:
