@@ -59,6 +59,7 @@ class JobContext:
     job_dir: Path
     record: Record
     device: str = ""
+    amp_dtype: object = None  # torch.dtype under autocast, or None
     workload: object = None
     step: Callable[[], object] | None = None
     capture: object = None  # tasks.capture.ModuleCapture
@@ -105,7 +106,7 @@ def setup(ctx: JobContext) -> None:
         raise Skip("cudagraphs=on needs a CUDA device; this job runs on the CPU")
     check_model_name(cfg["model"])
     _set_inductor_options(ctx)
-    amp_dtype = resolve_amp_dtype(cfg["amp"], cfg["amp_dtype"], device)
+    ctx.amp_dtype = amp_dtype = resolve_amp_dtype(cfg["amp"], cfg["amp_dtype"], device)
     mode = compile_mode(cfg["autotune"], cfg["cudagraphs"])
     ctx.record["config"].update(
         device=device,
@@ -133,12 +134,11 @@ def _set_inductor_options(ctx: JobContext) -> None:
 
 
 def build(ctx: JobContext) -> None:
-    from tasks.workload import build_workload, resolve_amp_dtype
+    from tasks.workload import build_workload
 
     cfg, rc = ctx.cfg, ctx.record["config"]
-    amp_dtype = resolve_amp_dtype(cfg["amp"], cfg["amp_dtype"], ctx.device)
     ctx.workload = build_workload(cfg["model"], rc["batch_size"], cfg["image_size"], cfg["mode"] == "training",
-                                  amp_dtype, ctx.device, cfg["seed"])
+                                  ctx.amp_dtype, ctx.device, cfg["seed"])
     rc["image_size"] = ctx.workload.image_size
 
 

@@ -219,10 +219,12 @@ def test_ctrl_c_cancels_running_jobs_and_keeps_the_summary(tmp_path, sig):
 
 
 @pytest.mark.slow
-def test_ray_worker_killed_mid_job_is_retried(tmp_path):
+def sweep_killing_the_worker(tmp_path, *extra, settle_s=0.0):
+    """A one-job sweep whose Ray worker is killed mid-job (SIGKILL to the job process's
+    parent): (the finished process, its output, the job process's pid)."""
     scratch = tmp_path / "scratch"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sweeper", "model=test_resnet", *TINY, "timeout_s=300",
+        [sys.executable, "-m", "sweeper", "model=test_resnet", *TINY, "timeout_s=300", *extra,
          f"hydra.launcher.scratch_dir={scratch}", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -232,12 +234,18 @@ def test_ray_worker_killed_mid_job_is_retried(tmp_path):
             job_pid = found.stdout.split()[0] if found.stdout.split() else None
             time.sleep(0.5)
         assert job_pid, "the job process never started"
+        time.sleep(settle_s)
         worker_pid = int(Path(f"/proc/{job_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
         os.kill(worker_pid, signal.SIGKILL)  # the Ray worker holding the job dies mid-job
         out, _ = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
             proc.kill()
+    return proc, out, job_pid
+
+
+def test_ray_worker_killed_mid_job_is_retried(tmp_path):
+    proc, out, job_pid = sweep_killing_the_worker(tmp_path)
     assert proc.returncode == 0, out[-4000:]
     time.sleep(1)
     assert not Path(f"/proc/{job_pid}").exists(), "the first attempt's job process outlived its worker"
@@ -247,26 +255,8 @@ def test_ray_worker_killed_mid_job_is_retried(tmp_path):
 
 @pytest.mark.slow
 def test_a_job_whose_worker_died_with_no_retry_left_names_a_log_that_exists(tmp_path):
-    scratch = tmp_path / "scratch"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sweeper", "model=test_resnet", *TINY, "timeout_s=300",
-         "hydra.launcher.max_retries_on_node_loss=0", f"hydra.launcher.scratch_dir={scratch}",
-         f"hydra.sweep.dir={tmp_path / 'sweep'}"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline, job_pid = time.time() + 180, None
-        while time.time() < deadline and not job_pid:
-            found = subprocess.run(["pgrep", "-f", f"tasks.job {scratch}"], capture_output=True, text=True)
-            job_pid = found.stdout.split()[0] if found.stdout.split() else None
-            time.sleep(0.5)
-        assert job_pid, "the job process never started"
-        time.sleep(3)  # into its phases
-        worker_pid = int(Path(f"/proc/{job_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        os.kill(worker_pid, signal.SIGKILL)
-        out, _ = proc.communicate(timeout=600)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    # killed 3 s into its phases, with no retry left
+    proc, out, _ = sweep_killing_the_worker(tmp_path, "hydra.launcher.max_retries_on_node_loss=0", settle_s=3.0)
     assert proc.returncode == 1, out[-4000:]
     job = summary(tmp_path / "sweep")["jobs"][0]
     assert job["status"] == "failed" and "Ray task failed" in job["reason"]
