@@ -218,7 +218,54 @@ def test_ctrl_c_cancels_running_jobs_and_keeps_the_summary(tmp_path, sig):
     assert left == [], "job processes outlived the cancelled sweep"
 
 
+def _alive(pid):  # a zombie has ended: only its parent's reaping is left
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _process_tree(root):
+    children = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            children.setdefault(int(stat.read_text().rsplit(")", 1)[1].split()[1]), []).append(int(stat.parent.name))
+        except OSError:
+            pass
+    tree, todo = [], [root]
+    while todo:
+        tree.append(todo.pop())
+        todo += children.get(tree[-1], [])
+    return tree
+
+
 @pytest.mark.slow
+def test_a_driver_killed_outright_leaves_no_ray_process_behind(tmp_path):
+    scratch = tmp_path / "scratch"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweeper", "model=test_resnet", *TINY, "debug_fault=hang", "timeout_s=300",
+         f"hydra.launcher.scratch_dir={scratch}", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and not list(scratch.glob("*/*/job.log")):
+            time.sleep(0.5)
+        time.sleep(2)
+        tree = _process_tree(proc.pid)  # Ray's GCS and raylet, its agents, the worker, the job
+        names = " ".join(Path(f"/proc/{p}/cmdline").read_text() for p in tree if _alive(p))
+        assert "DashboardAgent" in names and "tasks.job" in names, names[:2000]
+        proc.kill()  # SIGKILL: the driver runs no handler, no atexit
+        proc.wait()
+        deadline = time.time() + 15
+        while time.time() < deadline and any(map(_alive, tree)):
+            time.sleep(0.5)
+        left = [Path(f"/proc/{p}/cmdline").read_text().replace("\0", " ")[:80] for p in tree if _alive(p)]
+        assert left == [], f"still running 15 s after the driver was killed: {left}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
 def sweep_killing_the_worker(tmp_path, *extra, settle_s=0.0):
     """A one-job sweep whose Ray worker is killed mid-job (SIGKILL to the job process's
     parent): (the finished process, its output, the job process's pid)."""
@@ -244,6 +291,7 @@ def sweep_killing_the_worker(tmp_path, *extra, settle_s=0.0):
     return proc, out, job_pid
 
 
+@pytest.mark.slow
 def test_ray_worker_killed_mid_job_is_retried(tmp_path):
     proc, out, job_pid = sweep_killing_the_worker(tmp_path)
     assert proc.returncode == 0, out[-4000:]

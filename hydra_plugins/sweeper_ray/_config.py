@@ -9,10 +9,10 @@ from hydra.core.config_store import ConfigStore
 @dataclass
 class RayLauncherConf:
     _target_: str = "hydra_plugins.sweeper_ray.ray_launcher.RayLauncher"
-    # An existing cluster ("ray://host:10001", "auto", "host:6379"). None: $RAY_ADDRESS if
+    # An existing cluster's GCS address ("host:6379", "auto"; ray:// is refused). None: $RAY_ADDRESS if
     # set, else an embedded local Ray sized to this machine.
     address: Optional[str] = None
-    # Seconds to wait for the cluster's port to answer before giving up (exit 2).
+    # Seconds to wait for Ray's GCS to answer at the address before giving up (exit 2).
     connect_timeout_s: float = 10.0
     # Per job. None: 1 GPU where the cluster has GPUs; on a cluster without GPUs, all the
     # CPUs of a node (compiling and CPU kernels use every core, so CPU jobs run one a node).

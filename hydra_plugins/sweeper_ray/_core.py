@@ -4,9 +4,10 @@ Why our own launcher: the published hydra-ray-launcher pinned an old Ray for yea
 boto3 and aiohttp, and loses every result when one worker crashes (shared/DESIGN.md).
 
 How a sweep runs:
-- Ray is embedded (a local Ray on 127.0.0.1, no dashboard, token authentication on) unless an address is given
-  (config `address` or $RAY_ADDRESS), in which case the driver asks the cluster for
-  nothing at init.
+- Ray is embedded (a local Ray on 127.0.0.1, no dashboard, token authentication on, a
+  watcher that ends it if the driver is killed: _reaper.py) unless an address is given
+  (config `address` or $RAY_ADDRESS), in which case the driver checks that Ray's GCS
+  answers there (_address.py) and asks the cluster for nothing at init.
 - Each job is a Ray task with max_calls=1, so it gets a fresh worker process, holding one
   GPU where there are GPUs (all of a node's CPUs on a CPU-only cluster). Inside, the job
   runs in its own child process (sweeper.sweep.job_process), which turns crashes and time-outs into
@@ -37,8 +38,8 @@ from hydra_plugins.sweeper_ray._config import with_defaults
 from hydra_plugins.sweeper_ray._ray import (collect, init_ray, job_resources, record_without_worker, run_in_worker,
                                              scratch_key)
 from sweeper.sweep import summary as sm
-from sweeper.sweep.control import (Job, check_jobs, confirm, dry_run, expected_cost, lock_sweep, make_jobs, reusable,
-                                   save_hydra_files, sigterm_as_interrupt)
+from sweeper.sweep.control import (Job, check_jobs, confirm, discard_unused_sweep_dir, dry_run, expected_cost,
+                                   lock_sweep, make_jobs, reusable, save_hydra_files, sigterm_as_interrupt)
 from sweeper.sweep.progress import Progress
 from sweeper.sweep.validate import SweepConfigError, check_output_dir, stop_on_problem
 
@@ -49,22 +50,25 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
     setup_globals()
     configure_log(launcher.config.hydra.hydra_logging, launcher.config.hydra.verbose)
     conf = with_defaults(launcher.conf)
-    base = launcher.config  # the sweep-level keys (dry_run, confirm_above, yes) are the same for every job
-    if not base.dry_run:  # counted before composing every job: a refusal costs no time
-        confirm(len(job_overrides), {"confirm_above": base.confirm_above, "yes": base.yes})
-    jobs = make_jobs(launcher, job_overrides, initial_job_idx)
-    check_jobs(jobs, gpus_available=local_gpus(conf, jobs))
-    stop_on_problem(check_launcher, conf)
-    sweep_dir = jobs[0].job_dir.parent if jobs else Path(str(launcher.config.hydra.sweep.dir)).resolve()
-    if dry_run(jobs, sweep_dir):
-        return []
-    stop_on_problem(check_output_dir, sweep_dir)
-    lock_sweep(sweep_dir)  # held until this process ends
-    sweep = RaySweep(conf, jobs, sweep_dir)
+    sweep_dir = Path(str(launcher.config.hydra.sweep.dir)).resolve()
+    sweep = None
     try:
+        jobs = _checked_jobs(launcher, conf, job_overrides, initial_job_idx)
+        if dry_run(jobs, sweep_dir):
+            discard_unused_sweep_dir(sweep_dir)
+            return []
+        stop_on_problem(check_output_dir, sweep_dir)
+        lock_sweep(sweep_dir)  # held until this process ends
+        sweep = RaySweep(conf, jobs, sweep_dir)
         sweep.run()
     except KeyboardInterrupt:
+        if sweep is None:  # during the checks: nothing ran
+            discard_unused_sweep_dir(sweep_dir)
+            raise SystemExit(130) from None
         raise SystemExit(sm.close_sweep(sweep_dir, list(sweep.entries.values()), sweep.command, interrupted=True))
+    except SystemExit:  # refused before any job (a check, joining Ray): no empty folder stays
+        discard_unused_sweep_dir(sweep_dir)
+        raise
     code = sm.close_sweep(sweep_dir, list(sweep.entries.values()), sweep.command)
     if code:  # Hydra keeps no exit code of a launcher's own: a failed job ends the command here
         raise SystemExit(code)
@@ -73,6 +77,17 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
                   task_name="sweeper", status=JobStatus.COMPLETED, _return_value=sweep.records[job.num]["status"])
         for job in jobs
     ]
+
+
+def _checked_jobs(launcher, conf: dict, job_overrides, initial_job_idx: int) -> list[Job]:
+    """The sweep's jobs, once every check that needs no job run has passed (exit 2 if not)."""
+    base = launcher.config  # the sweep-level keys (dry_run, confirm_above, yes) are the same for every job
+    if not base.dry_run:  # counted before composing every job: a refusal costs no time
+        confirm(len(job_overrides), {"confirm_above": base.confirm_above, "yes": base.yes})
+    jobs = make_jobs(launcher, job_overrides, initial_job_idx)
+    check_jobs(jobs, gpus_available=local_gpus(conf, jobs))
+    stop_on_problem(check_launcher, conf)
+    return jobs
 
 
 class RaySweep:

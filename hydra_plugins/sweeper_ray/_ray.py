@@ -12,11 +12,13 @@ import sys
 import tarfile
 from pathlib import Path
 
+from hydra_plugins.sweeper_ray._address import check_ray_address
 from hydra_plugins.sweeper_ray._config import with_defaults
+from hydra_plugins.sweeper_ray._reaper import watch_embedded_ray
 from sweeper.record import relocate, write_record
 from sweeper.sweep.control import Job
 from sweeper.sweep.job_process import failed_record
-from sweeper.sweep.validate import check_ray_address, stop_on_problem
+from sweeper.sweep.validate import SweepConfigError, stop_on_problem
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,10 +33,10 @@ def init_ray(conf: dict) -> str:
     if ray.is_initialized():
         return "already initialized"
     if address:
-        # An existing cluster: ask it for nothing (resources, dashboard) at init. A dead
-        # address would keep ray.init retrying for minutes: check it in seconds first.
+        # An existing cluster: ask it for nothing (resources, dashboard) at init. A wrong
+        # address would keep ray.init retrying or hanging for minutes: check it in seconds.
         stop_on_problem(check_ray_address, address, float(conf["connect_timeout_s"]))
-        ray.init(address=address, runtime_env=dict(conf["runtime_env"] or {}) or None)
+        stop_on_problem(_join, address, dict(conf["runtime_env"] or {}) or None)
         return f"joined Ray cluster at {address}"
     # Workers inherit the driver's environment. PYTHONPATH goes there, not into a
     # runtime_env: Ray prestarts idle workers only for the default environment, and a
@@ -44,7 +46,20 @@ def init_ray(conf: dict) -> str:
     if str(_REPO_ROOT) not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), *paths]))
     ray.init(include_dashboard=False)
+    watch_embedded_ray()  # a driver killed outright leaves no Ray processes behind
     return f"started an embedded local Ray on 127.0.0.1 (no dashboard, {token_auth_state()})"
+
+
+def _join(address: str, runtime_env: dict | None) -> None:
+    import ray
+
+    try:
+        ray.init(address=address, runtime_env=runtime_env)
+    except Exception as e:  # a cluster that answered the check but refused this driver
+        message = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
+        raise SweepConfigError(f"joining the Ray cluster at {address} failed: {type(e).__name__}: {message}; "
+                               "check hydra.launcher.address / RAY_ADDRESS and that this Ray version "
+                               "matches the cluster's") from None
 
 
 def token_auth_state() -> str:

@@ -83,7 +83,7 @@ def dry_run(jobs: list[Job], sweep_dir: Path) -> bool:
         return False
     print(f"dry run: {len(jobs)} jobs into {sweep_dir}; none started")
     for j in jobs:
-        print(f"  #{j.num} {' '.join(o for o in j.overrides if not o.startswith('dry_run='))}")
+        print(f"  #{j.num} {' '.join(o for o in j.overrides if not o.startswith('dry_run=')) or '(the defaults)'}")
     return True
 
 
@@ -112,6 +112,39 @@ def confirm(n: int, cfg: dict) -> None:
 
 
 _LOCKS: dict[str, object] = {}  # sweep folder -> its open lock file: held while the process lives
+_NEW_FOLDERS: dict[str, list[Path]] = {}  # sweep folder -> the folders this process made for it
+_HYDRA_ONLY = {"multirun.yaml", ".sweep.lock"}  # what a sweep folder holds before its first job
+
+
+def note_new_folders(sweep_dir: Path) -> None:
+    """Before anything creates the sweep folder: which of its folders do not exist yet, so
+    that a refused or dry-run sweep takes them away again (discard_unused_sweep_dir)."""
+    path = Path(sweep_dir).resolve()
+    new = []
+    while not path.exists():
+        new.append(path)
+        path = path.parent
+    _NEW_FOLDERS.setdefault(str(Path(sweep_dir).resolve()), new)
+
+
+def discard_unused_sweep_dir(sweep_dir: Path) -> None:
+    """A sweep that ran no job (refused, a dry run) leaves no empty outputs/DATE/TIME
+    behind: the folders this process made are removed, with Hydra's multirun.yaml and the
+    lock, when they hold nothing else. A folder that existed before is left as it was."""
+    key = str(Path(sweep_dir).resolve())
+    folder, made = Path(key), _NEW_FOLDERS.get(key)
+    if not made or not folder.is_dir() or {p.name for p in folder.iterdir()} - _HYDRA_ONLY:
+        return
+    lock = _LOCKS.pop(key, None)
+    if lock is not None:
+        lock.close()
+    for name in _HYDRA_ONLY:
+        (folder / name).unlink(missing_ok=True)
+    for path in made:  # innermost first; a parent that holds other sweeps stays
+        try:
+            path.rmdir()
+        except OSError:
+            break
 
 
 def lock_sweep(sweep_dir: Path):

@@ -20,8 +20,10 @@ class Preflight(Callback):
         # keys added with `+` before Hydra writes anything (swept ones: the launcher's checks)
         keys = [k for k in config.keys() if k != "hydra"]
         stop_on_problem(check_declared_keys, OmegaConf.to_container(OmegaConf.masked_copy(config, keys)))
-        stop_on_problem(check_output_dir, config.hydra.sweep.dir)
-        # before Hydra writes multirun.yaml: a refused sweep touches nothing of a running one
-        from sweeper.sweep.control import lock_sweep
+        from sweeper.sweep.control import lock_sweep, note_new_folders
 
-        lock_sweep(Path(str(config.hydra.sweep.dir)))
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        note_new_folders(sweep_dir)  # a sweep that runs no job takes them away again
+        stop_on_problem(check_output_dir, sweep_dir)
+        # before Hydra writes multirun.yaml: a refused sweep touches nothing of a running one
+        lock_sweep(sweep_dir)

@@ -115,27 +115,3 @@ def check_output_dir(path) -> None:
         raise SweepConfigError(
             f"the sweep folder {path} cannot be written ({e.strerror or e}); choose another with "
             "hydra.sweep.dir=PATH, or fix its permissions") from None
-
-
-def check_ray_address(address: str, timeout_s: float = 10.0) -> None:
-    """Raise SweepConfigError if nothing answers at a Ray cluster address within
-    `timeout_s` (ray.init itself keeps retrying for minutes). Checks the TCP port only;
-    "auto" and addresses without a port are left to Ray."""
-    import socket
-
-    target = address.split("://", 1)[-1].rstrip("/")
-    if target == "auto" or ":" not in target:
-        return
-    host, _, port = target.rpartition(":")
-    try:
-        port_num = int(port)
-    except ValueError:
-        raise SweepConfigError(f"Ray address {address!r}: the port {port!r} is not a number "
-                               "(expected host:port, ray://host:port or auto)") from None
-    try:
-        with socket.create_connection((host, port_num), timeout=timeout_s):
-            pass
-    except OSError as e:
-        raise SweepConfigError(
-            f"no Ray cluster answers at {address} ({e.strerror or e}, waited up to {timeout_s:.0f} s); "
-            "check hydra.launcher.address / RAY_ADDRESS, or leave both unset for an embedded local Ray") from None

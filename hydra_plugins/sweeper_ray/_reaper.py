@@ -1,0 +1,88 @@
+"""Ends an embedded Ray whose driver died without a word (SIGKILL, the OOM killer).
+
+A driver that exits or is interrupted shuts its embedded Ray down itself. One killed
+outright cannot: Ray's GCS and raylet die with it, but the raylet's two agents
+(DashboardAgent, RuntimeEnvAgent) notice, then block on reporting to the dead GCS, and
+stayed alive for minutes on the 2-core CPU machine (tests/test_ray_launcher.py). So the driver
+starts this small watcher right after ray.init: it holds the read end of a pipe whose
+write end only the driver has. While the driver lives it notes, every second, the
+processes the driver's Ray started and their descendants (agents, workers, job
+processes): once the raylet is dead they are the children of init and nothing else tells
+them apart (their /proc environ is clobbered by Ray's process titles). When the pipe
+closes, however the driver ended, it kills those still running, their start times
+checked so that a reused pid is left alone."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+_GRACE_S = 2.0  # after a normal exit, Ray's own shutdown is let finish first
+_watchers: list[subprocess.Popen] = []  # kept open (the pipe with them) while the driver lives
+
+
+def watch_embedded_ray() -> None:
+    """In the driver, after ray.init started an embedded Ray."""
+    import ray
+
+    try:
+        node = ray._private.worker._global_node  # private: the processes ray.init started here
+        pids = [info.process.pid for infos in node.all_processes.values() for info in infos]
+    except AttributeError:  # another Ray version
+        return  # nothing known to watch: Ray's own cleanup is all there is
+    _watchers.append(subprocess.Popen(
+        [sys.executable, "-m", __name__, *map(str, pids)], stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True))  # not in the driver's process group: a Ctrl-C is for the driver
+
+
+def _start_time(pid: int) -> str | None:
+    try:  # field 22 of /proc/PID/stat, counted after the command name's closing parenthesis
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] == "Z" else fields[19]
+
+
+def _descendants(roots: dict[int, str | None]) -> dict[int, str | None]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            children.setdefault(int(stat.read_text().rsplit(")", 1)[1].split()[1]), []).append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            pass
+    found, todo = {}, [p for p, t in roots.items() if t and _start_time(p) == t]
+    while todo:
+        pid = todo.pop()
+        found[pid] = _start_time(pid)
+        todo += children.get(pid, [])
+    return found
+
+
+def _alive(known: dict[int, str | None]) -> list[int]:
+    return [pid for pid, started in known.items() if started and _start_time(pid) == started]
+
+
+def main(pids: list[int]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    known = {pid: _start_time(pid) for pid in pids}
+    while not select.select([sys.stdin], [], [], 1.0)[0] or sys.stdin.buffer.read1(4096):
+        known |= _descendants(known)  # until the driver's end closes: it has exited, however
+    deadline = time.time() + _GRACE_S
+    while _alive(known) and time.time() < deadline:
+        time.sleep(0.2)
+    for pid in _alive(known):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+if __name__ == "__main__":
+    main([int(p) for p in sys.argv[1:]])
