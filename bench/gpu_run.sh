@@ -19,6 +19,11 @@
 #          +sweep=example, into $S/example); results: bench/results/busy/.
 #          REFERENCE=0 leaves the `-p` runs out (category shares do not depend on the busy
 #          figure's divisor).
+#   nightly  the same four-job sweep (resnet18, resnet50, convnext_tiny, vit_small_patch16_224;
+#          batch 32 inference; the Ray launcher on every GPU) three times, each compared
+#          with the one before (python -m sweeper.history compare --fail-on-regression),
+#          then a fourth with bench/gpu_load.py's matmul loop on every GPU, compared with
+#          --kernels; results: bench/results/nightly/.
 # A run longer than one sitting can go to the background:
 #     S=/tmp/gpu setsid bash bench/gpu_run.sh busy > /tmp/gpu.log 2>&1 &
 set -u
@@ -129,10 +134,32 @@ busy() {
   bundle
 }
 
+nightly() {
+  local grid=(model=resnet18,resnet50,convnext_tiny,vit_small_patch16_224 batch_size=32 mode=inference
+              measure.microbench=false)
+  for n in 1 2 3 4; do
+    local load=""
+    if [ $n = 4 ]; then
+      python3 bench/gpu_load.py --seconds 900 > "$S/gpu_load.log" 2>&1 &
+      load=$!
+      sleep 20  # the load is running before the sweep starts
+    fi
+    python3 -m sweeper "${grid[@]}" hydra.sweep.dir="$S/nightly/night$n" > "$S/night$n.log" 2>&1
+    log "night$n rc=$?"
+    [ -n "$load" ] && { pkill -P "$load"; kill "$load"; }
+    if [ $n -gt 1 ]; then
+      python3 -m sweeper.history compare "$S/nightly/night$n" --fail-on-regression --out "$S/compare$n" \
+        $([ $n = 4 ] && echo --kernels) > "$S/compare$n.md" 2>&1
+      log "compare night$n rc=$?"
+    fi
+    bundle
+  done
+}
+
 machine_info
 log "start ${1:-}"
 case "${1:-}" in
-  fidelity|microbench|scaling|launch_speed|busy) "$1" ;;
-  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy" >&2; exit 2 ;;
+  fidelity|microbench|scaling|launch_speed|busy|nightly) "$1" ;;
+  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly" >&2; exit 2 ;;
 esac
 log ALLDONE

@@ -20,6 +20,7 @@ from omegaconf import DictConfig
 from sweeper.sweep import summary as sm
 from sweeper.sweep.config import register
 from sweeper.sweep.control import job_spec, sigterm_as_interrupt
+from sweeper.sweep.show_config import sweep_configs, wants_config, without_multirun
 from sweeper.sweep.job_process import failed_record, progress_printer, run_job_process
 from sweeper.record import write_record
 from sweeper.sweep.validate import job_problems
@@ -30,7 +31,13 @@ register()
 _basic: dict = {"jobs": [], "started": time.time(), "sweep_dir": None}
 
 
-@hydra.main(config_path="../conf", config_name="config", version_base="1.3")
+# An absolute path: Hydra resolves a relative one against the calling file under
+# `python -m sweeper`, but against a module path ("conf", not found) under the installed
+# `sweeper` console script. conf/ sits beside the package (an editable install).
+CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+
+
+@hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")
 def run_one(cfg: DictConfig) -> str:
     hc = HydraConfig.get()
     job_dir = Path(hc.runtime.output_dir)
@@ -54,6 +61,13 @@ def main() -> None:
     """The Ray launcher ends its sweep itself (sm.close_sweep, exiting non-zero when a job
     failed); with Hydra's basic launcher the jobs ran through run_one() above, and the sweep
     ends here."""
+    if wants_config(sys.argv[1:]):  # --cfg over a sweep: each job's config (show_config.py)
+        shown = sweep_configs(sys.argv[1:], CONF_DIR)
+        if shown is not None:
+            for num, (overrides, text) in enumerate(shown):
+                print(f"# job {num}: {' '.join(overrides)}\n{text}")
+            return
+        sys.argv = [sys.argv[0], *without_multirun(sys.argv[1:])]
     interrupted = False
     sigterm_as_interrupt()
     try:

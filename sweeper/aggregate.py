@@ -17,6 +17,7 @@ from sweeper.reporting import figures as fg
 from sweeper.reporting import report, tables
 from sweeper.reporting.load import AggregateError, load_sweep
 from sweeper.reporting.notes import all_notes
+from sweeper.reporting.sweeps import earlier_comparison
 
 TABLES_DIR, FIGURES_DIR, REPORT_FILE = "tables", "figures", "report.html"
 
@@ -35,18 +36,22 @@ def aggregate(sweep_dir: Path) -> Path:
         df.to_csv(tdir / f"{name}.csv", index=False)
     figs = fg.all_figures(jobs, cats, bench, sweep_dir / FIGURES_DIR)
     notes = notes + all_notes(jobs)
-    page = report.render(sweep_dir, summary, records, jobs, kernels, figs, notes)
+    comparison, more = earlier_comparison(sweep_dir)
+    page = report.render(sweep_dir, summary, records, jobs, kernels, figs, notes + more, comparison)
     path = sweep_dir / REPORT_FILE
     atomic_write_text(path, page)
     return path
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1 or argv[0] in ("-h", "--help"):
-        print(__doc__.strip())
-        return 2
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m sweeper.aggregate", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("sweep_dir", type=Path, help="a folder a sweep wrote (summary.json, numbered job folders)")
+    args = ap.parse_args(argv)
     try:
-        path = aggregate(Path(argv[0]))
+        path = aggregate(args.sweep_dir)
     except AggregateError as e:
         print(f"sweeper.aggregate: {e}", file=sys.stderr)
         return 2

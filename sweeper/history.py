@@ -1,173 +1,204 @@
-"""Sweeps over time: compare one sweep with another, and trends over the last N.
+"""Sweeps over time: what got slower since an earlier sweep, and trends.
 
-    python -m sweeper.history compare NEW_SWEEP [OLD_SWEEP] [--threshold 5]
-    python -m sweeper.history trend OUTPUTS_DIR [--last 10]
+    python -m sweeper.history compare NEW_SWEEP [OLD_SWEEP] [--kernels] [--fail-on-regression]
+    python -m sweeper.history trend OUTPUTS_DIR [--last 10] [--out trend.png]
 
-The history is the sweep folders under an outputs folder (any folder with a summary.json),
-ordered by when they started; their tables/jobs.parquet are read where they are (made by
-the aggregation when missing). Jobs are matched across sweeps by their configuration
-(`key` in tables.JOB_COLUMNS), not by job number. Without OLD_SWEEP, `compare` takes the
-sweep before NEW_SWEEP in NEW_SWEEP's parent folder.
+The history is the complete sweep folders under a folder (any folder with a summary.json
+that says the sweep ended on its own, with no job cancelled), ordered by when they
+started; a running, interrupted or cancelled sweep is skipped with a one-line note. Jobs
+are matched across sweeps by their configuration, not by job number. Nothing is written
+into a sweep folder; files are written only where --out says.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from sweeper.aggregate import aggregate
+from sweeper.analysis.regression import DEFAULT_THRESHOLD_PCT, FLAGGING, HOST, wall_ms
+from sweeper.reporting import sweeps as sw
 from sweeper.reporting.load import AggregateError
-from sweeper.reporting.tables import JOB_SHARE_PREFIX
+from sweeper.reporting.tables import distinct_labels
 
-# The PyTorch benchmark dashboard flags a 5% change in a model's time.
-DEFAULT_THRESHOLD_PCT = 5.0
+COMPARE_HELP = """Compare NEW_SWEEP with OLD_SWEEP (default: the latest complete sweep that started
+before it in NEW_SWEEP's parent folder, as +sweep=nightly lays them out).
+
+Two figures of each job are compared: its compiled step's time and its kernels' time per
+step. A figure changed when it moved by at least --threshold percent AND by more than the
+noise of both runs together: each run's own (for the step time, its steady loop's mean:
+half the interquartile range of the loop's stretches, each timed apart) or, once
+3 earlier complete sweeps on the same GPU model have the job, the spread over them. A job
+is flagged slower or faster when its kernels' time changed, or its step time changed
+with its number of kernel launches; a step time that moved alone is the host's ("host",
+not flagged). On a CPU, the step time alone decides. Each row shows both changes, the noise each was held against, the verdict
+and why (docs/method.md, "Comparing sweeps"). New and gone jobs are listed apart.
+Flagged jobs get a kernel-level diff (--kernels: every job)."""
+
+TREND_HELP = """Draw each job's compiled step time over the last complete sweeps under OUTPUTS_DIR,
+by the date each sweep started."""
 
 
-def sweeps_under(outputs: Path) -> list[Path]:
-    """Sweep folders under `outputs`, oldest first (by summary.json's started_at)."""
-    found = []
-    for s in Path(outputs).rglob("summary.json"):
-        try:
-            started = json.loads(s.read_text()).get("started_at") or ""
-        except (OSError, ValueError):
+def _f(x, fmt="{:+.1f}") -> str:
+    return "–" if x is None or pd.isna(x) else fmt.format(x)
+
+
+def compare_text(cmp: sw.Comparison, top: int = 10) -> str:
+    t = cmp.jobs
+    hist = (f"and the spread over the {cmp.history_sweeps} complete sweeps up to the old one"
+            if cmp.history_sweeps >= 3 else "(fewer than 3 earlier complete sweeps: no history spread yet)")
+    lines = [f"# {cmp.new.path} against {cmp.old.path}",
+             f"flagged: the kernels' time per step, or the step time with the launches per step, changed by at least "
+             f"{cmp.threshold_pct:g}% beyond the noise of both runs: each run's own, {hist} (docs/method.md)",
+             "", "| job | step ms old | step ms new | change % | noise ±% | kernel ms old | kernel ms new | change % "
+             "| noise ±% | verdict | why | busy % old -> new |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    both = t[t["status_old"].notna() & t["status_new"].notna()]
+    for _, r in both.iterrows():
+        lines.append(f"| {r['label']} | {_f(r['step_ms_old'], '{:.2f}')} | {_f(r['step_ms_new'], '{:.2f}')} "
+                     f"| {_f(r['step_change_pct'])} | {_f(r['noise_pct'], '{:.1f}')} "
+                     f"| {_f(r['device_ms_old'], '{:.3f}')} | {_f(r['device_ms_new'], '{:.3f}')} "
+                     f"| {_f(r['device_change_pct'])} | {_f(r['device_noise_pct'], '{:.1f}')} | {r['verdict'] or '–'} "
+                     f"| {r['why'] or '–'} | {_f(r['busy_pct_old'], '{:.1f}')} -> {_f(r['busy_pct_new'], '{:.1f}')} |")
+    flagged = cmp.flagged
+    v = both["verdict"]
+    counts = ", ".join(f"{int((v == k).sum())} {k}" for k in (*FLAGGING, HOST, "within noise", "unchanged"))
+    changed = int(v.str.startswith("status ").sum())
+    lines += ["", f"{len(flagged)} of {len(both)} jobs flagged ({counts}; {changed} changed status)."]
+    for what, name in (("new job", "new (not in the old sweep)"), ("gone", "gone (not in the new sweep)")):
+        labels = list(t.loc[t["verdict"] == what, "label"])
+        if labels:
+            lines.append(f"{len(labels)} {name}: {', '.join(labels)}")
+    for key, d in cmp.details.items():
+        row = t[t["key"] == key].iloc[0]
+        lines += ["", f"## {d.label}: {row['verdict']} ({row['why'] or 'no change'}): step {_f(row['step_change_pct'])}% "
+                      f"(noise ±{_f(row['noise_pct'], '{:.1f}')}%), kernels {_f(row['device_change_pct'])}% "
+                      f"(noise ±{_f(row['device_noise_pct'], '{:.1f}')}%)"]
+        largest = row["largest_share_change"]
+        if isinstance(largest, str):
+            lines.append(f"largest category share change: {largest} {_f(row['largest_share_change_pp'])} pp")
+        cats = sorted(set(d.shares_old.index) | set(d.shares_new.index))
+        lines.append("category shares %: " + ", ".join(
+            f"{c} {_f(d.shares_old.get(c), '{:.1f}')} -> {_f(d.shares_new.get(c), '{:.1f}')}" for c in cats))
+        lines.append("; ".join(f"{name} {_f(a, '{:.1f}')} -> {_f(b, '{:.1f}')}" for name, (a, b) in d.figures.items()))
+        if d.kernels.empty:
+            lines.append("kernels: none moved by the threshold (or none above 1% of the step)")
             continue
-        found.append((started, str(s.parent), s.parent))
-    return [p for _, _, p in sorted(found)]
-
-
-def jobs_of(sweep: Path) -> pd.DataFrame:
-    table = Path(sweep) / "tables" / "jobs.parquet"
-    if not table.exists():
-        aggregate(sweep)
-    return pd.read_parquet(table)
-
-
-def compare(old: pd.DataFrame, new: pd.DataFrame, threshold_pct: float = DEFAULT_THRESHOLD_PCT) -> pd.DataFrame:
-    """Per job key: step time change (%), busy change (points), the largest category share
-    change (points), and `flag` where a change passes the threshold. Jobs only in one
-    sweep, or not ok in one of them, are listed with their status and no change."""
-    shares = [c for c in new.columns if c.startswith(JOB_SHARE_PREFIX)]
-    cols = ["key", "label", "status", "compiled_step_ms", "busy_pct", *shares]
-
-    def one_per_key(t: pd.DataFrame) -> pd.DataFrame:
-        # jobs of one configuration (seeds): the first that finished ok stands for it
-        return t.assign(_ok=t["status"] != "ok").sort_values(["_ok", "job"]).drop_duplicates("key")[cols]
-
-    merged = one_per_key(old).merge(one_per_key(new), on="key", how="outer", suffixes=("_old", "_new"))
-    merged["label"] = merged["label_new"].fillna(merged["label_old"])
-    merged["step_change_pct"] = (merged["compiled_step_ms_new"] / merged["compiled_step_ms_old"] - 1) * 100
-    merged["busy_change_pp"] = merged["busy_pct_new"] - merged["busy_pct_old"]
-    diffs = pd.DataFrame({c[len(JOB_SHARE_PREFIX):]: merged[c + "_new"] - merged[c + "_old"] for c in shares})
-    comparable = diffs.notna().any(axis=1) & (diffs.abs().max(axis=1) > 0)
-    biggest = diffs.fillna(0).abs().idxmax(axis=1).where(comparable)
-    merged["largest_share_change"] = biggest
-    merged["largest_share_change_pp"] = [diffs.at[i, c] if isinstance(c, str) else float("nan")
-                                         for i, c in biggest.items()]
-
-    def flag(r) -> str:
-        if pd.isna(r["status_old"]):
-            return "new job"
-        if pd.isna(r["status_new"]):
-            return "gone"
-        if r["status_old"] != r["status_new"]:
-            return f"status {r['status_old']} -> {r['status_new']}"
-        out = []
-        if abs(r["step_change_pct"]) >= threshold_pct:
-            out.append("slower" if r["step_change_pct"] > 0 else "faster")
-        if abs(r["busy_change_pp"]) >= threshold_pct:
-            out.append("busy changed")
-        if abs(r["largest_share_change_pp"]) >= threshold_pct:
-            out.append("category shift")
-        return ", ".join(out)
-
-    merged["flag"] = merged.apply(flag, axis=1)
-    keep = ["key", "label", "status_old", "status_new", "compiled_step_ms_old", "compiled_step_ms_new",
-            "step_change_pct", "busy_pct_old", "busy_pct_new", "busy_change_pp", "largest_share_change",
-            "largest_share_change_pp", "flag"]
-    return merged[keep].sort_values("label").reset_index(drop=True)
-
-
-def _fmt(x, f="{:+.1f}") -> str:
-    return "–" if pd.isna(x) else f.format(x)
-
-
-def compare_text(table: pd.DataFrame, old: Path, new: Path, threshold_pct: float) -> str:
-    lines = [f"# {new} against {old} (flags at {threshold_pct:g}%)", "",
-             "| job | step ms old | step ms new | change % | busy % old | busy % new | change pp "
-             "| largest share change | flag |", "|---|---|---|---|---|---|---|---|---|"]
-    for _, r in table.iterrows():
-        lines.append(f"| {r['label']} | {_fmt(r['compiled_step_ms_old'], '{:.2f}')} | "
-                     f"{_fmt(r['compiled_step_ms_new'], '{:.2f}')} | {_fmt(r['step_change_pct'])} | "
-                     f"{_fmt(r['busy_pct_old'], '{:.1f}')} | {_fmt(r['busy_pct_new'], '{:.1f}')} | "
-                     f"{_fmt(r['busy_change_pp'])} | {r['largest_share_change'] if isinstance(r['largest_share_change'], str) else '–'} "
-                     f"{_fmt(r['largest_share_change_pp'])} | {r['flag'] or ''} |")
-    flagged = int((table["flag"] != "").sum())
-    lines += ["", f"{flagged} of {len(table)} jobs flagged."]
+        lines += ["| kernel | category | ms old | ms new | change ms | change % | what |", "|---|---|---|---|---|---|---|"]
+        for _, k in d.kernels.head(top).iterrows():
+            lines.append(f"| {k['kernel'][:90]} | {k['category']} | {_f(k['device_ms_old'], '{:.3f}')} | "
+                         f"{_f(k['device_ms_new'], '{:.3f}')} | {_f(k['change_ms'], '{:+.3f}')} | "
+                         f"{_f(k['change_pct'])} | {k['change']} |")
+        if len(d.kernels) > top:
+            lines.append(f"... and {len(d.kernels) - top} more (--top)")
     return "\n".join(lines)
 
 
+def write_compare(cmp: sw.Comparison, out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "compare_jobs.csv"]
+    cmp.jobs.to_csv(written[0], index=False)
+    if cmp.details:
+        rows = [k.assign(job=d.label) for d in cmp.details.values() for k in [d.kernels]]
+        written.append(out / "compare_kernels.csv")
+        pd.concat(rows, ignore_index=True).to_csv(written[1], index=False)
+    return written
+
+
 def trend_figure(sweeps: list[Path], out: Path) -> tuple[Path, pd.DataFrame]:
+    import matplotlib.dates as mdates
+
     from sweeper.reporting.figures import plt, save  # matplotlib, set up for files only
 
-    rows = []
-    for i, s in enumerate(sweeps):
-        t = jobs_of(s)
-        t = t[t["status"] == "ok"]
-        rows += [{"sweep": s.name, "order": i, "label": r["label"], "compiled_step_ms": r["compiled_step_ms"]}
-                 for _, r in t.iterrows()]
-    data = pd.DataFrame(rows, columns=["sweep", "order", "label", "compiled_step_ms"])
+    frames = []
+    for s in sweeps:
+        t = sw.sweep_tables(s)
+        jobs = t.jobs[t.jobs["status"] == "ok"]
+        frames.append(jobs.assign(sweep=s.name, started=pd.to_datetime(t.started_at, errors="coerce"),
+                                  step_ms=[wall_ms(r) for _, r in jobs.iterrows()])[
+            ["sweep", "started", "key", "label", "step_ms"]])
+    data = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["sweep", "started", "key", "label", "step_ms"])
+    names = distinct_labels({k: (k, lab) for k, lab in data.drop_duplicates("key")[["key", "label"]].values})
+    data["label"] = data["key"].map(names)
     fig, ax = plt.subplots(figsize=(10, 5))
-    for label, g in data.groupby("label"):
-        ax.plot(g["order"], g["compiled_step_ms"], marker="o", label=label)
-    ax.set_xticks(range(len(sweeps)), [s.name for s in sweeps], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("compiled step (ms)")
-    ax.set_title(f"compiled step time over the last {len(sweeps)} sweeps")
+    for label, g in data.sort_values("started").groupby("label"):
+        ax.plot(g["started"], g["step_ms"], marker="o", label=label)
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d\n%H:%M"))
+    ax.set_xlabel("sweep started")
+    ax.set_ylabel("compiled step, steady loop (ms)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"compiled step time over the last {len(sweeps)} complete sweeps")
     if len(data):
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     return save(fig, out), data
 
 
-def main(argv: list[str]) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m sweeper.history", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    c = sub.add_parser("compare")
-    c.add_argument("new", type=Path)
-    c.add_argument("old", type=Path, nargs="?")
-    c.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD_PCT)
-    t = sub.add_parser("trend")
-    t.add_argument("outputs", type=Path)
-    t.add_argument("--last", type=int, default=10)
-    t.add_argument("--out", type=Path)
-    args = ap.parse_args(argv)
+    c = sub.add_parser("compare", help="what got slower since an earlier sweep", description=COMPARE_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("new", type=Path, help="the sweep folder to judge")
+    c.add_argument("old", type=Path, nargs="?", help="the sweep to hold it against (default: the one before it)")
+    c.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD_PCT,
+                   help="smallest change of the compiled step that can be flagged, %% (default %(default)s)")
+    c.add_argument("--kernels", action="store_true", help="a kernel-level diff for every job, not only flagged ones")
+    c.add_argument("--top", type=int, default=10, help="kernels shown per job (default %(default)s)")
+    c.add_argument("--history", type=int, default=sw.HISTORY_SWEEPS,
+                   help="earlier complete sweeps whose spread counts as noise (default %(default)s)")
+    c.add_argument("--out", type=Path, help="also write compare_jobs.csv and compare_kernels.csv into this folder")
+    c.add_argument("--fail-on-regression", action="store_true",
+                   help="exit with code 1 when any job is flagged (slower, faster, or its status changed)")
+    t = sub.add_parser("trend", help="compiled step time over the last sweeps", description=TREND_HELP)
+    t.add_argument("outputs", type=Path, help="the folder holding the sweeps (e.g. outputs/nightly)")
+    t.add_argument("--last", type=int, default=10, help="how many complete sweeps (default %(default)s)")
+    t.add_argument("--out", type=Path, help="the figure's path (default: OUTPUTS_DIR/trend.png)")
+    return ap
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
     try:
         if args.cmd == "compare":
-            new = args.new.resolve()
-            old = args.old
-            if old is None:
-                order = [p.resolve() for p in sweeps_under(new.parent)]
-                before = order[: order.index(new)] if new in order else [p for p in order if p != new]
-                if not before:
-                    print(f"sweeper.history: no earlier sweep beside {new}; name one: compare NEW OLD", file=sys.stderr)
-                    return 2
-                old = before[-1]
-            table = compare(jobs_of(old), jobs_of(new), args.threshold)
-            print(compare_text(table, old, new, args.threshold))
-            table.to_csv(new / f"compare_{Path(old).name}.csv", index=False)
-        else:
-            sweeps = sweeps_under(args.outputs)[-args.last:]
-            if not sweeps:
-                print(f"sweeper.history: no sweep folder (with summary.json) under {args.outputs}", file=sys.stderr)
-                return 2
-            out, _ = trend_figure(sweeps, args.out or args.outputs / "trend.png")
-            print(f"trend of {len(sweeps)} sweeps: {out}")
+            return _compare(args)
+        return _trend(args)
     except AggregateError as e:
         print(f"sweeper.history: {e}", file=sys.stderr)
         return 2
+
+
+def _compare(args) -> int:
+    new = args.new.resolve()
+    old = args.old
+    if old is None:
+        old, notes = sw.earlier_sweep(new)
+        for n in notes:
+            print(f"sweeper.history: {n}", file=sys.stderr)
+        if old is None:
+            print(f"sweeper.history: no earlier complete sweep beside {new}; name one: compare NEW OLD", file=sys.stderr)
+            return 2
+    cmp = sw.compare_sweeps(new, old.resolve(), args.threshold, "all" if args.kernels else "flagged", args.history)
+    print(compare_text(cmp, args.top))
+    if args.out:
+        for path in write_compare(cmp, args.out):
+            print(f"wrote {path}")
+    return 1 if args.fail_on_regression and len(cmp.flagged) else 0
+
+
+def _trend(args) -> int:
+    sweeps, notes = sw.complete_sweeps_under(args.outputs)
+    for n in notes:
+        print(f"sweeper.history: {n}", file=sys.stderr)
+    sweeps = sweeps[-args.last:]
+    if not sweeps:
+        print(f"sweeper.history: no complete sweep (summary.json, not interrupted) under {args.outputs}", file=sys.stderr)
+        return 2
+    out, _ = trend_figure(sweeps, args.out or args.outputs / "trend.png")
+    print(f"trend of {len(sweeps)} sweeps: wrote {out}")
     return 0
 
 

@@ -86,6 +86,18 @@ class JobContext:
             return run.fail(what, failure_reason(e, self.cfg))
 
 
+def _quiet_cuda_probes() -> None:
+    """A CPU job on a machine with a CUDA build of torch (CI, a laptop) needs no CUDA, but
+    two probes say so in its log as if something failed: torch.utils.cpp_extension warns
+    "No CUDA runtime is found" when Inductor's C++ backend imports it, and the profiler's
+    Kineto logs "ERROR: gpuGetDeviceCount failed with code 35" when it starts. Both are
+    silenced for CPU jobs only (Kineto reads KINETO_LOG_LEVEL when the profiler starts)."""
+    import logging
+
+    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)
+    os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # above ERROR (3): Kineto says nothing
+
+
 def setup(ctx: JobContext) -> None:
     import torch
 
@@ -101,6 +113,8 @@ def setup(ctx: JobContext) -> None:
     if device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("device=cuda but this machine has no usable CUDA GPU; use device=auto or device=cpu")
     ctx.device = device
+    if device == "cpu":
+        _quiet_cuda_probes()
     ctx.record["environment"] = environment.describe(device)
     if cfg["cudagraphs"] and device != "cuda":
         raise Skip("cudagraphs=on needs a CUDA device; this job runs on the CPU")

@@ -99,19 +99,31 @@ def steady_loop(fn: Callable[[], object], seconds: float, device: str) -> dict:
     (docs/findings.md), so a launch-bound step's 20 timed steps are a snapshot of one level,
     where a few seconds average the levels; and NVML's utilization (tasks/nvml_util.py) is
     read over this very loop, so both busy instruments see the same seconds. Returns
-    step_ms, steps, loop_s, and start_us / end_us (wall clock, for NVML's timestamps)."""
+    step_ms, steps, loop_s, start_us / end_us (wall clock, for NVML's timestamps), and
+    chunk_step_ms: the mean step of each of LOOP_CHUNKS stretches of the loop (a wait for
+    the device closes each), whose spread is the loop's own noise when two sweeps are
+    compared (sweeper/analysis/regression.py)."""
     with paused():  # a full collection of the compiler's heap stalled a loop for 1 s
         for _ in range(3):
             fn()
         synchronize(device)
         start_us, t0, steps = int(time.time() * 1e6), time.perf_counter(), 0
+        chunk_s, chunks, chunk_t, chunk_steps = seconds / LOOP_CHUNKS, [], t0, 0
         while time.perf_counter() - t0 < seconds or steps == 0:
             fn()
             steps += 1
+            if time.perf_counter() - chunk_t >= chunk_s:
+                synchronize(device)
+                now = time.perf_counter()
+                chunks.append((now - chunk_t) * 1000 / (steps - chunk_steps))
+                chunk_t, chunk_steps = now, steps
         synchronize(device)
         loop_s, end_us = time.perf_counter() - t0, int(time.time() * 1e6)
     return {"step_ms": loop_s * 1000 / steps, "steps": steps, "loop_s": round(loop_s, 3),
-            "start_us": start_us, "end_us": end_us}
+            "start_us": start_us, "end_us": end_us, "chunk_step_ms": [round(c, 5) for c in chunks]}
+
+
+LOOP_CHUNKS = 8  # stretches of the steady loop timed apart (half a second each of 4 s)
 
 
 def probed_round(fn: Callable[[], object], device: str, calls: int) -> tuple[float, float]:

@@ -1,3 +1,5 @@
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -7,7 +9,8 @@ from omegaconf import OmegaConf
 
 from sweeper.sweep.config import register
 
-CONF = str(Path(__file__).resolve().parent.parent / "conf")
+ROOT = Path(__file__).resolve().parent.parent
+CONF = str(ROOT / "conf")
 register()
 
 
@@ -74,3 +77,41 @@ def test_inductor_options_name_the_job():
            "inductor": {"autotune_in_subproc": True}}
     assert job_label(cfg).endswith("autotune autotune_in_subproc=True")
     assert job_key(cfg) != job_key(dict(cfg, inductor={}))
+
+
+def _sweeper(*args):
+    return subprocess.run([sys.executable, "-m", "sweeper", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_help_lists_every_declared_key_with_its_values_default_and_meaning():
+    import dataclasses
+
+    from sweeper.sweep.config import JobConfig, MeasureConfig
+    from sweeper.sweep.help import HIDDEN
+
+    proc = _sweeper("--help")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = proc.stdout
+    keys = [f.name for f in dataclasses.fields(JobConfig) if f.name not in HIDDEN and f.name != "measure"]
+    keys += [f"measure.{f.name}" for f in dataclasses.fields(MeasureConfig)]
+    lines = text.splitlines()
+    for key in keys:  # each key's line, then its meaning below it: none is left without one
+        at = next(i for i, line in enumerate(lines) if line.split() and line.split()[0] == key)
+        assert ", default " in lines[at], lines[at]
+        assert lines[at + 1].startswith(" " * 10) and lines[at + 1].strip(), f"{key} has no meaning"
+    assert "autotune                        on|off, default off" in text
+    assert "mode                            training|inference, default training" in text
+    assert "debug_fault" not in text  # internal: failure injection for the tests
+    assert "python -m sweeper model=mixnet_l,densenet121 autotune=on,off" in text  # the README's example
+    assert "--hydra-help" in text and "powered by Hydra" not in text
+
+
+def test_cfg_job_shows_each_job_of_a_sweep():
+    for dash_m in ([], ["-m"]):
+        proc = _sweeper(*dash_m, "model=resnet18,resnet50", "batch_size=8", "--cfg", "job")
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "# job 0: model=resnet18 batch_size=8" in proc.stdout
+        assert "# job 1: model=resnet50 batch_size=8" in proc.stdout and "hydra:" not in proc.stdout
+    single = _sweeper("-m", "model=resnet50", "--cfg", "job")  # one job: Hydra's own --cfg, -m or not
+    assert single.returncode == 0 and single.stdout.startswith("model: resnet50"), single.stderr[-2000:]

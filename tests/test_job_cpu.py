@@ -43,6 +43,9 @@ def test_training_job_record(training_job):
     assert rec["status"] == "ok", rec.get("reason")
     assert rec["config"]["device"] == "cpu" and rec["config"]["batch_size"] == 2
     assert rec["config"]["amp_dtype"] == "bfloat16"
+    # a CPU job's log says nothing of CUDA (torch's and Kineto's probes, tasks/phases.py)
+    log = (job_dir / "job.log").read_text()
+    assert "No CUDA runtime" not in log and "gpuGetDeviceCount" not in log, log[:3000]
     assert rec["environment"]["torch"] and rec["environment"]["timm"]
     t = rec["timings"]
     assert t["compile_s"] > 0 and t["compiled_step_ms"]["median"] > 0 and t["speedup"] > 0
@@ -114,6 +117,9 @@ def test_training_job_step_breakdown_and_traces(training_job):
     # time over the steady loop
     loop = rec["timings"]["steady_loop"]
     assert loop["steps"] >= 1 and loop["step_ms"] == pytest.approx(loop["loop_s"] * 1000 / loop["steps"], rel=1e-3)
+    # the loop timed in stretches, a wait closing each: their mean steps bracket the loop's
+    chunks = loop["chunk_step_ms"]
+    assert 1 <= len(chunks) <= 9 and min(chunks) <= loop["step_ms"] * 1.01 and max(chunks) >= loop["step_ms"] * 0.99
     assert step["busy_wall_ms"] == loop["step_ms"]
     uncapped = step["busy_ms"] / loop["step_ms"] * 100
     assert step["busy_pct_uncapped"] == pytest.approx(uncapped)

@@ -1,5 +1,6 @@
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -44,30 +45,57 @@ def test_check_sweep_lists_every_problem_and_cuda_without_gpu():
 def test_bad_input_stops_the_sweep_in_seconds_with_no_job_folder(tmp_path):
     t0 = time.time()
     proc = subprocess.run([sys.executable, "-m", "sweeper", "model=resnet_18,resnet18", "batch_size=-1",
-                           "+inductor.autotune_in_subproces=true", f"hydra.sweep.dir={tmp_path}"],
+                           "+inductor.autotune_in_subproces=true", f"hydra.sweep.dir={_new_sweep_dir(tmp_path)}"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "no job was run" in proc.stderr and "Closest timm names: resnet18" in proc.stderr
     assert "batch_size=-1: must be a positive integer" in proc.stderr
     assert "inductor.autotune_in_subproces: not an option of torch._inductor.config" in proc.stderr
     assert "closest: autotune_in_subproc" in proc.stderr
-    assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == []
+    assert _left_nothing(tmp_path)
     assert time.time() - t0 < 60
 
 
-def _no_job_folder(path):
-    return not path.exists() or [p.name for p in path.iterdir() if p.is_dir()] == []
+def _new_sweep_dir(tmp_path):  # as Hydra's default outputs/DATE/TIME, none of it there yet
+    return tmp_path / "outputs" / "2026-12-01" / "00-00-00"
+
+
+def _left_nothing(tmp_path):  # a sweep that ran no job takes the folders it made away again
+    return not (tmp_path / "outputs").exists()
+
+
+def _sweep_with_address(tmp_path, address, timeout_s=5):
+    t0 = time.time()
+    proc = subprocess.run([sys.executable, "-m", "sweeper", "model=resnet18", f"hydra.launcher.address={address}",
+                           f"hydra.launcher.connect_timeout_s={timeout_s}", f"hydra.sweep.dir={_new_sweep_dir(tmp_path)}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
+    assert _left_nothing(tmp_path)
+    assert time.time() - t0 < 30
+    return proc.stderr
 
 
 def test_cluster_address_that_does_not_answer_stops_in_seconds(tmp_path):
-    t0 = time.time()
-    proc = subprocess.run([sys.executable, "-m", "sweeper", "model=resnet18", "hydra.launcher.address=127.0.0.1:9",
-                           "hydra.launcher.connect_timeout_s=3", f"hydra.sweep.dir={tmp_path}"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2, proc.stderr[-2000:]
-    assert "no Ray cluster answers at 127.0.0.1:9" in proc.stderr and "RAY_ADDRESS" in proc.stderr
-    assert _no_job_folder(tmp_path)
-    assert time.time() - t0 < 60
+    err = _sweep_with_address(tmp_path, "127.0.0.1:9")
+    assert "no Ray cluster at 127.0.0.1:9" in err and "TCP connect" in err and "RAY_ADDRESS" in err
+
+
+def test_a_port_that_is_not_ray_stops_in_seconds_instead_of_hanging(tmp_path):
+    # 127.0.0.2 is loopback too, and Ray dials it as given (127.0.0.1 it swaps for the
+    # machine's address); the listener accepts TCP and never speaks Ray's protocol
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.2", 0))
+        listener.listen()
+        address = f"127.0.0.2:{listener.getsockname()[1]}"
+        err = _sweep_with_address(tmp_path, address, timeout_s=6)
+    assert f"{address} accepts TCP connections but did not answer as a Ray cluster's GCS within 6 s" in err
+    assert "Ray's GCS handshake" in err
+
+
+def test_ray_client_address_is_refused_with_what_to_do_instead(tmp_path):
+    err = _sweep_with_address(tmp_path, "ray://127.0.0.1:10001")
+    assert "ray:// (Ray Client) is not supported" in err and "ray job submit" in err
 
 
 def test_unwritable_outputs_folder_stops_before_any_job(tmp_path):
@@ -86,38 +114,45 @@ def test_device_cuda_without_a_gpu_stops_before_any_job(tmp_path):
         pytest.skip("this machine has a GPU")
     for extra in ([], ["dry_run=true"]):  # a dry run refuses as the real run does
         proc = subprocess.run([sys.executable, "-m", "sweeper", "model=resnet18", "device=cuda", *extra,
-                               f"hydra.sweep.dir={tmp_path}"], cwd=ROOT, capture_output=True, text=True, timeout=180)
+                               f"hydra.sweep.dir={_new_sweep_dir(tmp_path)}"], cwd=ROOT, capture_output=True,
+                              text=True, timeout=180)
         assert proc.returncode == 2, proc.stderr[-2000:]
         assert "device=cuda, but there is no GPU here; use device=auto or device=cpu" in proc.stderr
         assert "dry run:" not in proc.stdout
-        assert _no_job_folder(tmp_path)
+        assert _left_nothing(tmp_path)
 
 
 def test_dry_run_lists_jobs_and_runs_none(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "sweeper", "model=resnet18,mixnet_l", "autotune=on,off",
-                           "dry_run=true", f"hydra.sweep.dir={tmp_path}"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+                           "dry_run=true", f"hydra.sweep.dir={_new_sweep_dir(tmp_path)}"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "dry run: 4 jobs" in proc.stdout
     assert "#3 model=mixnet_l autotune=off" in proc.stdout
-    assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == []
+    assert _left_nothing(tmp_path)
+    # into a folder that was there before (a re-run's), it is left as it was
+    (tmp_path / "kept").mkdir()
+    subprocess.run([sys.executable, "-m", "sweeper", "model=resnet18", "dry_run=true", f"hydra.sweep.dir={tmp_path / 'kept'}"],
+                   cwd=ROOT, capture_output=True, text=True, timeout=120, check=True)
+    assert (tmp_path / "kept").is_dir()
 
 
 def test_a_200_job_sweep_is_refused_before_its_jobs_are_composed(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "sweeper", "seed=range(0,200)", f"hydra.sweep.dir={tmp_path}"],
+    proc = subprocess.run([sys.executable, "-m", "sweeper", "seed=range(0,200)",
+                           f"hydra.sweep.dir={_new_sweep_dir(tmp_path)}"],
                           cwd=ROOT, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2
     assert "200 jobs (more than confirm_above=50)" in proc.stderr
-    assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == []
+    assert _left_nothing(tmp_path)
 
 
 def test_large_sweep_asks_for_confirmation(tmp_path):
     args = [sys.executable, "-m", "sweeper", "model=resnet18", "seed=0,1,2", "confirm_above=2",
-            f"hydra.sweep.dir={tmp_path}"]
+            f"hydra.sweep.dir={_new_sweep_dir(tmp_path)}"]
     proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2
     assert "3 jobs (more than confirm_above=2)" in proc.stderr and "yes=true" in proc.stderr
-    assert [p.name for p in tmp_path.iterdir() if p.is_dir()] == []
+    assert _left_nothing(tmp_path)
     listed = subprocess.run(args + ["dry_run=true"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert listed.returncode == 0 and "dry run: 3 jobs" in listed.stdout  # listing needs no confirmation
 
@@ -176,13 +211,12 @@ def test_undeclared_keys_are_named_with_the_closest_declared_ones():
     (["+foo=1,2"], ["job #0 (+foo=1): foo: not a sweeper key", "job #1 (+foo=2)"]),  # swept: the launcher's check
 ])
 def test_a_key_added_with_plus_stops_the_sweep(tmp_path, overrides, named):
-    sweep_dir = tmp_path / "sweep"
     t0 = time.time()
-    proc = subprocess.run([sys.executable, "-m", "sweeper", *overrides, f"hydra.sweep.dir={sweep_dir}"],
+    proc = subprocess.run([sys.executable, "-m", "sweeper", *overrides, f"hydra.sweep.dir={_new_sweep_dir(tmp_path)}"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert all(n in proc.stderr for n in named) and "no job was run" in proc.stderr
-    assert _no_job_folder(sweep_dir)
+    assert _left_nothing(tmp_path)
     assert time.time() - t0 < 60
 
 
@@ -208,3 +242,16 @@ def test_model_names_are_kept_so_that_later_checks_skip_importing_timm(tmp_path)
     assert "resnet18" in names.read_text().split()
     for r in runs:  # the same answer either way
         assert "Closest timm names: resnet18" in r["said"]
+
+
+def test_the_installed_commands_work_from_any_folder(tmp_path):
+    """The console script finds its config wherever it is run from (not only the checkout)."""
+    script = Path(sys.executable).parent / "sweeper"
+    proc = subprocess.run([str(script), "dry_run=true", f"hydra.sweep.dir={_new_sweep_dir(tmp_path)}"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "dry run: 1 jobs" in proc.stdout and "#0 (the defaults)" in proc.stdout
+    for module in ("sweeper.history", "sweeper.aggregate"):
+        helped = subprocess.run([sys.executable, "-m", module, "--help"], cwd=tmp_path, capture_output=True,
+                                text=True, timeout=120)
+        assert helped.returncode == 0 and "usage:" in helped.stdout, helped.stderr[-2000:]

@@ -48,8 +48,21 @@ def _ok(jobs: pd.DataFrame) -> pd.DataFrame:
     return jobs[jobs["status"] == "ok"]
 
 
+def device_word(jobs: pd.DataFrame) -> str:
+    """What ran the kernels, as figures and the report name it: GPU, CPU, or device for a
+    sweep of both."""
+    ok = _ok(jobs)
+    gpus = ok["gpu"].notna() if "gpu" in ok else pd.Series(dtype=bool)
+    if len(gpus) and gpus.all():
+        return "GPU"
+    return "CPU" if len(gpus) and not gpus.any() else "device"
+
+
+BUSY_AXIS_TOP = 120.0  # busy figures' axis: a bar beyond (a contended CPU job) is clipped, its value written
+
+
 def categories_figure(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> Figure:
-    title = "GPU time by kernel category, per job and compiled module"
+    title = f"{device_word(jobs)} time by kernel category, per job and compiled module"
     ok = _ok(jobs)
     modules = cats[(cats["scope"] != "step") & cats["job"].isin(ok["job"])]
     # Forward and backward apart: one bar per job x module. Jobs without a module view
@@ -68,14 +81,15 @@ def categories_figure(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> 
         ax.barh(table.index, table[cat], left=left, color=COLORS.get(cat), label=cat)
         left += table[cat]
     ax.invert_yaxis()
-    ax.set_xlabel("device time per step or module call (ms)")
+    ax.set_xlim(0, float(left.max()) * 1.08 or 1)  # headroom: the longest bar stops short of the frame
+    ax.set_xlabel(f"{device_word(jobs)} time per step or module call (ms)")
     ax.set_title(title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
     return Figure("categories", title, _save(fig, out_dir, "categories"), None, tuple(table.index))
 
 
 def busy_figure(jobs: pd.DataFrame, out_dir: Path) -> Figure:
-    title = "GPU busy during the compiled step"
+    title = f"{device_word(jobs)} busy during the compiled step"
     ok = _ok(jobs).dropna(subset=["busy_pct"])
     if ok.empty:
         return Figure("busy", title, None, "no finished job has a profiled step")
@@ -89,13 +103,17 @@ def busy_figure(jobs: pd.DataFrame, out_dir: Path) -> Figure:
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(ok) + 2), 4.5))
     x = range(len(ok))
     for n, (col, text) in enumerate(bars):
-        ax.bar([i - 0.4 + width * (n + 0.5) for i in x], ok[col], width=width, label=text)
+        xs = [i - 0.4 + width * (n + 0.5) for i in x]
+        ax.bar(xs, ok[col].clip(upper=BUSY_AXIS_TOP), width=width, label=text)
+        for xi, v in zip(xs, ok[col]):  # every bar stays readable: one past the axis says its value
+            if pd.notna(v) and v > BUSY_AXIS_TOP:
+                ax.text(xi, BUSY_AXIS_TOP, f"{v:.0f}%", ha="center", va="bottom", fontsize=7, rotation=90)
     ax.set_xticks(list(x), ok["label"], rotation=20, ha="right", fontsize=8)
     ax.set_xlim(-0.8, len(ok) - 0.2)
-    top = max(100.0, float(ok[[c for c, _ in bars]].max().max()))
     ax.axhline(100, color="0.5", linewidth=0.8, linestyle="--")
-    ax.set_ylim(0, top * 1.22)  # headroom for the key, above the bars
-    ax.set_ylabel("GPU busy (%)" if (ok["device"] == "cuda").any() else "device busy (%)")
+    ax.text(-0.75, 101, "100%", fontsize=7, color="0.4", va="bottom")
+    ax.set_ylim(0, BUSY_AXIS_TOP * 1.25)  # headroom for the key and the clipped bars' values
+    ax.set_ylabel(f"{device_word(jobs)} busy (%)")
     ax.set_title(title)
     ax.legend(fontsize=8, loc="upper center", ncol=len(bars), frameon=False)
     return Figure("busy", title, _save(fig, out_dir, "busy"), None, tuple(ok["label"]))
@@ -118,14 +136,18 @@ def autotune_figure(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame,
     and, where microbenchmarks exist, each benchmarked kernel's headroom (chosen config
     against the best candidate config; with autotune on, the chosen config is
     max-autotune's own, which may lie outside the candidates)."""
-    title = "max-autotune on against off: step time, category shares, kernel headroom"
+    title = "max-autotune on against off: step time, category shares"
     pairs = autotune_pairs(jobs)
     if not pairs:
         return Figure("autotune", title, None, "no pair of finished jobs differing only in autotune")
     pair_jobs = {int(row["job"]) for pair in pairs for row in pair}
     head = bench[bench["job"].isin(pair_jobs)].dropna(subset=["headroom_pct"]) if not bench.empty else bench
     panels = 3 if not head.empty else 2
-    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, max(3.2, 1.5 + 0.9 * len(pairs))))
+    if panels == 3:  # the title names only the panels drawn
+        title += ", kernel headroom"
+    # the category key sits between the second and third panels: room for it in the width
+    fig, axes = plt.subplots(1, panels, figsize=(6.5 * panels + 2, max(3.2, 1.5 + 0.9 * len(pairs))),
+                             gridspec_kw={"wspace": 0.9 if panels == 3 else 0.5})
     ax1, ax2 = axes[0], axes[1]
     names = [off["label"] for off, _ in pairs]
     y = range(len(pairs))
@@ -206,9 +228,16 @@ def compile_figure(jobs: pd.DataFrame, out_dir: Path) -> Figure:
     if ok.empty:
         return Figure("compile", title, None, "no job got as far as compiling")
     ok = ok.sort_values("compile_s")
-    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.4 * len(ok)))
-    ax.barh(ok["label"], ok["compile_s"], color=["tab:orange" if a else "tab:blue" for a in ok["autotune"]])
-    ax.set_xlabel("first compiled step, compile included (s); orange: max-autotune")
+    fig, ax = plt.subplots(figsize=(9, 1.6 + 0.4 * len(ok)))
+    colors = {False: "tab:blue", True: "tab:orange"}
+    ax.barh(range(len(ok)), ok["compile_s"], color=[colors[bool(a)] for a in ok["autotune"]])
+    ax.set_yticks(range(len(ok)), ok["label"])
+    for tuned, name in ((False, "default"), (True, "max-autotune")):  # the key, for the colours used
+        if (ok["autotune"].astype(bool) == tuned).any():
+            ax.barh([0], [0], color=colors[tuned], label=name)
+    ax.set_xlim(0, float(ok["compile_s"].max()) * 1.1)
+    ax.set_xlabel("first compiled step, compile included (s)")
+    ax.legend(fontsize=8, loc="lower right")  # the key inside the figure
     ax.set_title(title)
     return Figure("compile", title, _save(fig, out_dir, "compile"), None, tuple(ok["label"]))
 

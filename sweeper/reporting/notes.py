@@ -44,7 +44,7 @@ def unsteady_timing_notes(jobs) -> list[str]:
         jobs, "timing_iqr_pct", UNSTEADY_TIMING_PCT, lambda r: f"IQR {r['timing_iqr_pct']:.0f}% of the median",
         "the timed rounds of these jobs varied: {named}. Their step times and busy percentages "
         "can differ by as much in a repeat; the host's launch speed can drift with no other work "
-        "running (docs/gpu.md). Compare such figures only within one run, or repeat the job")
+        "running (docs/findings.md, 'The host\'s launch speed'). Compare such figures only within one run, or repeat the job")
 
 
 # A job whose launch probe read this far from the sweep's median measured on a host at

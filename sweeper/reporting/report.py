@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweeper.reporting.figures import Figure
+from sweeper.reporting.figures import Figure, device_word
 from sweeper.sweep.summary import rerun_command
 
 _STYLE = """
@@ -22,6 +22,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .failed { background: #fde8e8; } .skipped { background: #fff6db; } .cancelled { background: #eee; }
 .note { color: #805b00; } code { background: #f5f5f5; padding: 1px 4px; }
 figure { margin: 1em 0 2em; } img { max-width: 100%; border: 1px solid #ddd; }
+td.small { font-size: 11px; max-width: 320px; } code { word-break: break-all; }
 """
 
 
@@ -58,12 +59,15 @@ def _link(path: str | None, sweep_dir: Path, text: str) -> str:
 
 
 def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.DataFrame,
-           kernels: pd.DataFrame, figures: list[Figure], notes: list[str]) -> str:
-    """The page: header, notes, jobs, failed jobs, figures, costliest kernels, re-runs."""
+           kernels: pd.DataFrame, figures: list[Figure], notes: list[str], comparison=None) -> str:
+    """The page: header, notes, jobs, the comparison with an earlier sweep of the same grid
+    (sweeper/reporting/sweeps.Comparison, when there is one), failed jobs, figures,
+    costliest kernels, re-runs."""
     entries = {j["num"]: j for j in summary.get("jobs", [])}
     out = _header(sweep_dir, summary, records, jobs)
     out += [f"<p class='note'>Note: {_e(note)}</p>" for note in notes]
     out += _jobs_section(sweep_dir, records, jobs, entries)
+    out += _compared_section(comparison) if comparison is not None else []
     out += _failed_section(records, jobs, entries)
     out += _figures_section(figures)
     out += _kernels_section(records, kernels)
@@ -90,27 +94,72 @@ def _header(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.D
     return out
 
 
+# The jobs table's figure columns: (header, column, format). A column no job has a value
+# in (NVML and peak memory on a CPU; busy where nothing was profiled) is left out.
+_JOB_FIGURES = [("compile s", "compile_s", "{:.1f}"), ("eager ms", "eager_step_ms", "{:.2f}"),
+                ("compiled ms", "compiled_step_ms", "{:.2f}"), ("speedup", "speedup", "{:.2f}"),
+                ("peak MiB", "peak_memory_mb", "{:.0f}"), ("{dev} busy %", "busy_pct", "{:.1f}"),
+                ("NVML util %", "nvml_util_pct", "{:.1f}"), ("busy % (as -p)", "busy_pct_reference_style", "{:.1f}"),
+                ("other cores busy", "host_busy_cores", "{:.1f}"), ("rounds IQR %", "timing_iqr_pct", "{:.0f}"),
+                ("launch µs", "launch_us", "{:.2f}")]
+
+
 def _jobs_section(sweep_dir: Path, records: dict[int, dict], jobs: pd.DataFrame, entries: dict) -> list[str]:
-    out: list[str] = []
-    out.append("<h2 id='summary'>Jobs</h2><table id='jobs'><tr><th>#</th><th>job</th><th>status</th>"
-               "<th>compile s</th><th>eager ms</th><th>compiled ms</th><th>speedup</th><th>peak MiB</th>"
-               "<th>busy %</th><th>NVML util %</th><th>busy % (as -p)</th><th>other cores busy</th><th>rounds IQR %</th><th>launch µs</th><th>traces</th><th>log</th></tr>")
+    dev = device_word(jobs)
+    shown = [(h.format(dev=dev), c, f) for h, c, f in _JOB_FIGURES if c in jobs and jobs[c].notna().any()]
+    out = ["<h2 id='summary'>Jobs</h2><table id='jobs'><tr><th>#</th><th>job</th><th>status</th>"
+           + "".join(f"<th>{_e(h)}</th>" for h, _, _ in shown) + "<th>traces</th><th>log</th></tr>"]
     for _, r in jobs.iterrows():
         rec = records.get(r["job"], {})
         traces = (rec.get("artifacts") or {}).get("traces") or {}
         links = " ".join(_link(p, sweep_dir, name) for name, p in traces.items()) or "–"
         out.append(
             f"<tr class='{_e(r['status'])}'><td>{r['job']}</td><td>{_e(r['label'])}</td><td>{_e(r['status'])}</td>"
-            f"<td class='num'>{_num(r['compile_s'], '{:.1f}')}</td><td class='num'>{_num(r['eager_step_ms'])}</td>"
-            f"<td class='num'>{_num(r['compiled_step_ms'])}</td><td class='num'>{_num(r['speedup'])}</td>"
-            f"<td class='num'>{_num(r['peak_memory_mb'], '{:.0f}')}</td><td class='num'>{_num(r['busy_pct'], '{:.1f}')}</td>"
-            f"<td class='num'>{_num(r['nvml_util_pct'], '{:.1f}')}</td>"
-            f"<td class='num'>{_num(r['busy_pct_reference_style'], '{:.1f}')}</td>"
-            f"<td class='num'>{_num(r['host_busy_cores'], '{:.1f}')}</td>"
-            f"<td class='num'>{_num(r['timing_iqr_pct'], '{:.0f}')}</td>"
-            f"<td class='num'>{_num(r['launch_us'], '{:.2f}')}</td><td>{links}</td>"
-            f"<td>{_link(_log_of(r, entries), sweep_dir, 'job.log')}</td></tr>")
+            + "".join(f"<td class='num'>{_num(r[c], f)}</td>" for _, c, f in shown)
+            + f"<td>{links}</td><td>{_link(_log_of(r, entries), sweep_dir, 'job.log')}</td></tr>")
     out.append("</table>")
+    return out
+
+
+def _compared_section(cmp) -> list[str]:
+    """Each job against the same job of the earlier sweep: the change of its compiled step,
+    the noise it was held against, the verdict; a kernel-level diff for each flagged job."""
+    t = cmp.jobs
+    out = [f"<h2 id='compared'>Compared with {_e(cmp.old.path.name)}</h2>",
+           f"<p>Against <code>{_e(cmp.old.path)}</code> (started {_e(cmp.old.started_at)}). A job is flagged when "
+           f"its kernels' time per step, or its step time with its kernel launches, changed by at least "
+           f"{cmp.threshold_pct:g}% and by more than the noise of both runs; a step time that moved alone is the "
+           f"host's (docs/method.md, \"Comparing sweeps\"); {cmp.history_sweeps} complete sweeps of history. "
+           f"{len(cmp.flagged)} of {int(t['status_old'].notna().sum())} jobs flagged.</p>",
+           "<table id='comparison'><tr><th>job</th><th>step ms before → now</th><th>change %</th><th>noise ±%</th>"
+           "<th>kernel ms before → now</th><th>change %</th><th>noise ±%</th><th>verdict</th><th>why</th>"
+           "<th>busy % before → now</th></tr>"]
+    for _, r in t.iterrows():
+        cls = "failed" if r["verdict"] in ("slower",) or str(r["verdict"]).startswith("status") else ""
+        out.append(f"<tr class='{cls}'><td>{_e(r['label'])}</td>"
+                   f"<td class='num'>{_num(r['step_ms_old'])} → {_num(r['step_ms_new'])}</td>"
+                   f"<td class='num'>{_num(r['step_change_pct'], '{:+.1f}')}</td><td class='num'>{_num(r['noise_pct'], '{:.1f}')}</td>"
+                   f"<td class='num'>{_num(r['device_ms_old'], '{:.3f}')} → {_num(r['device_ms_new'], '{:.3f}')}</td>"
+                   f"<td class='num'>{_num(r['device_change_pct'], '{:+.1f}')}</td>"
+                   f"<td class='num'>{_num(r['device_noise_pct'], '{:.1f}')}</td><td>{_e(r['verdict'])}</td>"
+                   f"<td>{_e(r['why'])}</td>"
+                   f"<td class='num'>{_num(r['busy_pct_old'], '{:.1f}')} → {_num(r['busy_pct_new'], '{:.1f}')}</td></tr>")
+    out.append("</table>")
+    for key, d in cmp.details.items():
+        out.append(f"<h3>{_e(d.label)}: kernels that moved</h3><p>Category shares %: " + ", ".join(
+            f"{_e(c)} {_num(d.shares_old.get(c), '{:.1f}')} → {_num(d.shares_new.get(c), '{:.1f}')}"
+            for c in sorted(set(d.shares_old.index) | set(d.shares_new.index))) + "; " + "; ".join(
+            f"{_e(n)} {_num(a, '{:.1f}')} → {_num(b, '{:.1f}')}" for n, (a, b) in d.figures.items()) + "</p>")
+        if d.kernels.empty:
+            out.append("<p>No kernel above 1% of the step moved by the threshold.</p>")
+            continue
+        out.append("<table class='kernel-diff'><tr><th>kernel</th><th>category</th><th>ms before</th><th>ms now</th>"
+                   "<th>change %</th><th>what</th></tr>")
+        for _, k in d.kernels.head(10).iterrows():
+            out.append(f"<tr><td>{_e(str(k['kernel'])[:100])}</td><td>{_e(k['category'])}</td>"
+                       f"<td class='num'>{_num(k['device_ms_old'], '{:.3f}')}</td><td class='num'>{_num(k['device_ms_new'], '{:.3f}')}</td>"
+                       f"<td class='num'>{_num(k['change_pct'], '{:+.1f}')}</td><td>{_e(k['change'])}</td></tr>")
+        out.append("</table>")
     return out
 
 
@@ -144,37 +193,56 @@ def _figures_section(figures: list[Figure]) -> list[str]:
     return out
 
 
+KERNELS_PER_JOB = 10
+
+
 def _kernels_section(records: dict[int, dict], kernels: pd.DataFrame) -> list[str]:
-    out: list[str] = []
-    out.append("<h2 id='kernels'>Costliest kernels (compiled step)</h2>")
-    step = kernels[kernels["scope"] == "step"].sort_values("device_ms", ascending=False).head(20)
+    """Each job's costliest kernels of its compiled step, a table a job; the
+    microbenchmark columns only where a job has microbenchmarks (a GPU job)."""
+    out = ["<h2 id='kernels'>Costliest kernels of each job (compiled step)</h2>"]
+    step = kernels[kernels["scope"] == "step"]
     if step.empty:
-        out.append("<p class='note'>No kernel table: no finished job has a profiled step.</p>")
-    else:
+        return out + ["<p class='note'>No kernel table: no finished job has a profiled step.</p>"]
+    benched = {n: {r["name"]: r for r in ((rec.get("kernel_table") or {}).get("rows") or [])
+                   if r.get("standalone_ms") is not None or r.get("headroom_method")}
+               for n, rec in records.items()}
+    if any(benched.values()):
         out.append("<p>Alone: one launch of the job's own kernel on its file's inputs (L2 flushed), with the "
                    "bandwidth it reached against the job's measured peak (device-to-device copy); headroom: the "
                    "chosen config against the best candidate config. Every benchmarked kernel: "
-                   "<code>tables/microbench.csv</code>.</p>")
-        out.append("<table id='kernel-table'><tr><th>job</th><th>kernel</th><th>category</th><th>ms per step</th>"
-                   "<th>launches</th><th>share of step device time %</th><th>alone ms</th>"
-                   "<th>% of peak bandwidth</th><th>autotune headroom</th></tr>")
-        for _, k in step.iterrows():
-            bench = {r["name"]: r for r in ((records.get(k["job"], {}).get("kernel_table") or {}).get("rows") or [])}
-            row = bench.get(k["kernel"]) or {}
-            if row.get("headroom_pct") is not None:
-                headroom = f"{row['headroom_pct']:.1f}% ({row.get('headroom_method')})"
-            elif row.get("error"):
-                headroom = f"not measured: {row['error']}"
-            else:
-                headroom = row.get("headroom_method") or "not measured"
-            out.append(f"<tr><td>{_e(k['label'])}</td><td><code>{_e(str(k['kernel'])[:120])}</code></td>"
-                       f"<td>{_e(k['category'])}</td><td class='num'>{_num(k['device_ms'], '{:.3f}')}</td>"
-                       f"<td class='num'>{_num(k['count'], '{:.0f}')}</td><td class='num'>{_num(k['share_pct'], '{:.1f}')}</td>"
-                       f"<td class='num'>{_num(row.get('standalone_ms'), '{:.4f}')}</td>"
-                       f"<td class='num'>{_num(row.get('pct_of_peak_bandwidth'), '{:.0f}')}</td>"
-                       f"<td>{_e(headroom)}</td></tr>")
+                   "<code>tables/microbench.csv</code>; every kernel: <code>tables/kernels.csv</code>.</p>")
+    else:
+        out.append("<p>Every kernel: <code>tables/kernels.csv</code>.</p>")
+    for job, rows in step.groupby("job", sort=True):
+        bench = benched.get(job) or {}
+        top = rows.sort_values("device_ms", ascending=False).head(KERNELS_PER_JOB)
+        out.append(f"<h3>{_e(top['label'].iloc[0])}</h3><table class='kernel-table'><tr><th>kernel</th>"
+                   "<th>category</th><th>ms per step</th><th>launches</th><th>share %</th>"
+                   + ("<th>alone ms</th><th>% of peak bandwidth</th><th>autotune headroom</th>" if bench else "")
+                   + "</tr>")
+        for _, k in top.iterrows():
+            cells = (f"<tr><td><code title='{_e(k['kernel'])}'>{_e(_short(str(k['kernel'])))}</code></td>"
+                     f"<td>{_e(k['category'])}</td><td class='num'>{_num(k['device_ms'], '{:.3f}')}</td>"
+                     f"<td class='num'>{_num(k['count'], '{:.0f}')}</td><td class='num'>{_num(k['share_pct'], '{:.1f}')}</td>")
+            if bench:
+                row = bench.get(k["kernel"]) or {}
+                if row.get("headroom_pct") is not None:
+                    headroom = f"{row['headroom_pct']:.1f}% ({row.get('headroom_method')})"
+                elif row.get("error"):
+                    headroom = f"not measured: {row['error']}"
+                else:
+                    headroom = row.get("headroom_method") or "not benchmarked"
+                cells += (f"<td class='num'>{_num(row.get('standalone_ms'), '{:.4f}')}</td>"
+                          f"<td class='num'>{_num(row.get('pct_of_peak_bandwidth'), '{:.0f}')}</td>"
+                          f"<td class='small'>{_e(headroom)}</td>")
+            out.append(cells + "</tr>")
         out.append("</table>")
     return out
+
+
+def _short(name: str, width: int = 70) -> str:
+    """A kernel name that fits its column (the whole name is the cell's tooltip)."""
+    return name if len(name) <= width else name[: width - 1] + "…"
 
 
 def _rerun_section(entries: dict) -> list[str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from sweeper.analysis.categories import CATEGORIES
+from sweeper.analysis.regression import source_hash, step_noise_pct
 from sweeper.record import Record
 from sweeper.sweep.inductor_options import flatten
 from sweeper.sweep.summary import headline
@@ -46,7 +47,10 @@ JOB_COLUMNS: dict[str, str] = {
     "busy_pct_profiled_span": "step: union of kernel intervals over the profiled span, % (a lower bound: the profiler slows launches)",
     "busy_capped": "busy_pct was above 100 (noise between the profiled and the unprofiled steps) and was capped",
     "device_ms": "step: summed kernel time per step, ms",
+    "kernel_launches": "step: kernel launches per step (profile)",
     "host_busy_cores": "most CPU cores busy with other work on the host while the job measured (tasks/host_load.py)",
+    "steady_step_ms": "the compiled step's mean over the steady loop (measure.steady_loop_s seconds back to back), ms",
+    "step_noise_pct": "the compared step time's noise in this run: half the interquartile range of the steady loop's stretches, % of its mean (older records: of the timed steps, or their gap to the loop) (sweeper/analysis/regression.py)",
     "timing_iqr_pct": "largest interquartile range of the job's timed rounds (step, modules), % of their median",
     "launch_us": "the host's launch speed while the job measured: median microseconds per launch of a tiny op (tasks/timing.launch_probe_us)",
     "gpu": "GPU name (none on a CPU)",
@@ -80,6 +84,7 @@ KERNEL_COLUMNS: dict[str, str] = {
     "count": "launches per run",
     "share_pct": "share of the scope's device time, %",
     "pct_of_wall": "device time over the scope's wall time, %",
+    "source": "hash of the kernel's Inductor source (its file's name), for the Triton kernels the job's kernel table holds",
 }
 
 BENCH_COLUMNS: dict[str, str] = {
@@ -130,11 +135,28 @@ def job_num(rec: dict) -> int:
     return int(value) if value.isdigit() else -1
 
 
+def distinct_labels(jobs: dict) -> dict:
+    """id -> label, from id -> (job key, base label): jobs whose base labels are the same
+    but whose configurations differ get the keys that tell them apart added
+    ("resnet18 b8 infer image_size=160"); jobs of one configuration (seeds) get their id."""
+    groups: dict[str, list] = {}
+    for ident, (_, label) in jobs.items():
+        groups.setdefault(label, []).append(ident)
+    out = {}
+    for label, idents in groups.items():
+        parts = {i: jobs[i][0].split(",") for i in idents}
+        common = set.intersection(*(set(p) for p in parts.values()))
+        for i in idents:
+            extra = [p for p in parts[i] if p not in common]
+            same = sum(1 for j in idents if parts[j] == parts[i])
+            out[i] = " ".join([label, *extra] + ([f"#{i}"] if same > 1 else []))
+    return out
+
+
 def unique_labels(records: list[Record]) -> dict[int, str]:
-    """job number -> label; jobs of one configuration (e.g. seeds) get their number added."""
-    labels = {job_num(r): job_label(r.get("config") or {}) for r in records}
-    counts = pd.Series(list(labels.values())).value_counts()
-    return {n: f"{lab} #{n}" if counts[lab] > 1 else lab for n, lab in labels.items()}
+    """job number -> label, told apart where two jobs would share one (distinct_labels)."""
+    return distinct_labels({job_num(r): (job_key(r.get("config") or {}), job_label(r.get("config") or {}))
+                            for r in records})
 
 
 def jobs_table(records: list[Record]) -> pd.DataFrame:
@@ -154,6 +176,9 @@ def jobs_table(records: list[Record]) -> pd.DataFrame:
             "phase": rec.get("phase"),
             **headline(rec),  # the figures summary.json shows, under the same names
             "device_ms": step.get("device_ms"),
+            "kernel_launches": step.get("kernel_launches"),
+            "steady_step_ms": ((rec.get("timings") or {}).get("steady_loop") or {}).get("step_ms"),
+            "step_noise_pct": step_noise_pct(rec.get("timings") or {}),
             "gpu": env.get("gpu"),
             "torch": env.get("torch"),
             "duration_s": job.get("duration_s"),
@@ -195,9 +220,11 @@ def categories_table(records: list[Record]) -> pd.DataFrame:
 
 
 def kernels_table(records: list[Record]) -> pd.DataFrame:
+    sources = {job_num(r): {k.get("name"): source_hash(k.get("kernel_path"))
+                            for k in ((r.get("kernel_table") or {}).get("rows") or [])} for r in records}
     rows = [{"job": job, "label": label, "scope": scope, "kernel": k.get("name"), "category": k.get("category"),
              "device_ms": k.get("device_ms"), "count": k.get("count"), "share_pct": k.get("share_of_device_pct"),
-             "pct_of_wall": k.get("pct_of_wall")}
+             "pct_of_wall": k.get("pct_of_wall"), "source": sources.get(job, {}).get(k.get("name"))}
             for job, label, scope, _, b in _scopes(records)
             for k in b.get("kernels") or []]
     return pd.DataFrame(rows, columns=list(KERNEL_COLUMNS))

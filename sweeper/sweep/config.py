@@ -44,9 +44,9 @@ class MeasureConfig:
     # at most module_rounds each; their trimmed mean and spread. The span lets the rounds
     # sample a host whose launch speed switches every few seconds (docs/method.md).
     module_rounds: int = 100
-    module_min_rounds: int = 5
-    module_span_s: float = 8.0
-    module_calls_per_round: int = 10
+    module_min_rounds: int = 5  # rounds of each module at least (see module_rounds)
+    module_span_s: float = 8.0  # seconds the module rounds last at least (see module_rounds)
+    module_calls_per_round: int = 10  # calls of a module in one timed round
     module_profile_calls: int = 10  # calls of a compiled module under the profiler
     # Python's automatic garbage collection off inside timed and profiled loops, as timeit
     # does: a full collection of the compiler's heap stalls a round (tasks/gc_watch.py)
@@ -68,13 +68,13 @@ class JobConfig:
     model: str = "resnet18"  # any timm model name; always built with pretrained=False
     batch_size: Optional[int] = None  # None: the curated per-model default (sweeper/sweep/models.py)
     image_size: Optional[int] = None  # None: the model's own input size
-    mode: Mode = Mode.training
-    amp: bool = True  # on|off
-    amp_dtype: AmpDtype = AmpDtype.auto
-    cudagraphs: bool = False  # on|off: Inductor's CUDA graphs (triton.cudagraphs)
-    autotune: bool = False  # on|off: Inductor's max_autotune
-    device: Device = Device.auto
-    seed: int = 0
+    mode: Mode = Mode.training  # a training step (forward and backward, no optimizer) or a forward alone
+    amp: bool = True  # autocast (mixed precision)
+    amp_dtype: AmpDtype = AmpDtype.auto  # auto: float16 on a GPU, bfloat16 on a CPU
+    cudagraphs: bool = False  # Inductor's CUDA graphs (triton.cudagraphs)
+    autotune: bool = False  # Inductor's max_autotune (compile mode max-autotune)
+    device: Device = Device.auto  # auto: cuda where there is a GPU, else cpu
+    seed: int = 0  # inputs and weights; several seeds repeat one configuration
     # Where the job-private Inductor/Triton cache folders go. None: inside the job folder.
     cache_root: Optional[str] = None
     # Extra torch._inductor.config options set in the job before it compiles, e.g.
@@ -89,11 +89,9 @@ class JobConfig:
     timeout_s: int = 3600
     measure: MeasureConfig = field(default_factory=MeasureConfig)
     # Sweep-level keys (read from the first job's config by the launcher):
-    # list the jobs the sweep would run (after the checks), run none;
-    dry_run: bool = False
-    # a sweep of more jobs asks for confirmation (or yes=true) before starting.
-    confirm_above: int = 50
-    yes: bool = False
+    dry_run: bool = False  # list the jobs the sweep would run (after every check), run none
+    confirm_above: int = 50  # a sweep of more jobs asks for confirmation (or yes=true) first
+    yes: bool = False  # run a sweep larger than confirm_above without asking
     # For tests of failure handling only: crash (SIGSEGV), hang, or raise, in the job
     # process right after setup.
     debug_fault: Optional[str] = None
@@ -101,3 +99,9 @@ class JobConfig:
 
 def register() -> None:
     ConfigStore.instance().store(name="job_schema", node=JobConfig)
+    from omegaconf import OmegaConf
+
+    from sweeper.sweep.help import help_text
+
+    # conf/config.yaml's hydra.help.template: `--help` lists these declarations
+    OmegaConf.register_new_resolver("sweeper_help", help_text, replace=True)

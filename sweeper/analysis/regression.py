@@ -1,0 +1,225 @@
+"""What got slower between two sweeps, beyond the noise (pure: tables in, verdicts out).
+
+The test (docs/method.md, "Comparing sweeps"). Two figures of each job are compared: the
+compiled step's wall time (its mean over the steady loop, the longest timing a job makes;
+the median of its timed steps where a run has no loop) and its device time (summed kernel
+time per step, from the profiled steps). A figure has changed when its change is at least
+the threshold (5% by default) *and* larger than the noise of both measurements together:
+
+    |change %| > noise_old % + noise_new %
+
+A wall time's noise is the larger of its run's own (half the interquartile range of the
+steady loop's stretches, each timed apart; in records without them, of the timed steps,
+or the gap between their median and the loop if larger) and, when at least HISTORY_MIN earlier complete sweeps on
+the same GPU model have the job, its history's (half the range of their values, % of
+their median). A GPU job's device time does not follow the host (on the H200, three
+identical runs moved it by at most 5.0% while their step times moved by up to 51%:
+bench/results/nightly/), so its noise is its history's alone.
+
+The verdict of a GPU job: slower or faster when the device time changed, or when the wall
+time changed and so did the number of kernel launches per step. A wall time that changed
+while the kernels' time and launches did not is the host's doing: `host`, shown, not
+flagged. A CPU job's device is the host: its wall time alone decides.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import PurePath
+
+import numpy as np
+import pandas as pd
+
+DEFAULT_THRESHOLD_PCT = 5.0  # as the PyTorch benchmark dashboard flags a model's time
+HISTORY_MIN = 3  # earlier sweeps needed before their spread counts as noise
+KERNEL_MIN_SHARE_PCT = 1.0  # kernels below this share of the step (both sides) are not listed
+
+
+def step_noise_pct(timings: dict) -> float | None:
+    """The compared step time's noise within one run, %: where the steady loop was timed
+    in stretches (tasks/timing.steady_loop), half the interquartile range of the
+    stretches' mean steps, % of the loop's mean; else (older records) the larger of half
+    the timed steps' interquartile range and the gap between their median and the loop's
+    step, % of the median."""
+    loop = timings.get("steady_loop") or {}
+    chunks = loop.get("chunk_step_ms") or []
+    if len(chunks) >= 4 and loop.get("step_ms"):
+        q25, q75 = np.percentile(chunks, [25, 75])
+        return round(100 * (q75 - q25) / 2 / loop["step_ms"], 2)
+    spread = timings.get("compiled_step_ms") or {}
+    median, values = spread.get("median"), spread.get("values") or []
+    if not median:
+        return None
+    parts = []
+    if len(values) >= 4:
+        q25, q75 = np.percentile(values, [25, 75])
+        parts.append((q75 - q25) / 2)
+    elif spread.get("iqr") is not None:
+        parts.append(spread["iqr"] / 2)
+    loop = (timings.get("steady_loop") or {}).get("step_ms")
+    if loop:
+        parts.append(abs(loop - median))
+    return round(100 * max(parts) / median, 2) if parts else None
+
+
+def wall_ms(row) -> float:
+    """The wall time compared: the steady loop's step where the run has one."""
+    loop = row.get("steady_step_ms")
+    return loop if loop is not None and not pd.isna(loop) else row.get("compiled_step_ms")
+
+
+def history_noise_pct(medians: list[float]) -> float | None:
+    """Half the range of a job's step medians over earlier sweeps, % of their median."""
+    values = [m for m in medians if m and not math.isnan(m)]
+    if len(values) < HISTORY_MIN:
+        return None
+    return round(100 * (max(values) - min(values)) / 2 / float(np.median(values)), 2)
+
+
+def change_verdict(change_pct: float, noise_pct: float | None, threshold_pct: float) -> str:
+    """One figure's change: slower, faster, within noise, or unchanged (under threshold)."""
+    if change_pct is None or math.isnan(change_pct):
+        return ""
+    if abs(change_pct) < threshold_pct:
+        return "unchanged"
+    if noise_pct is not None and not math.isnan(noise_pct) and abs(change_pct) <= noise_pct:
+        return "within noise"
+    return "slower" if change_pct > 0 else "faster"
+
+
+FLAGGING = ("slower", "faster")
+HOST = "host"  # the wall time moved, the kernels' time and launches did not
+
+
+def verdict(r, threshold_pct: float) -> tuple[str, str]:
+    """(verdict, why) for one row of compare_jobs (old and new both present)."""
+    if r["status_old"] != r["status_new"]:
+        return f"status {r['status_old']} -> {r['status_new']}", "status"
+    wall = change_verdict(r["step_change_pct"], r["noise_pct"], threshold_pct)
+    if r.get("cpu"):  # the host is the device
+        return wall, ("step time" if wall in FLAGGING else "")
+    device = change_verdict(r["device_change_pct"], r["device_noise_pct"], threshold_pct)
+    launches_moved = (pd.notna(r["launches_old"]) and pd.notna(r["launches_new"])
+                      and abs(r["launches_new"] - r["launches_old"]) >= 1)
+    if device in FLAGGING:
+        return device, "kernel time"
+    if wall in FLAGGING and launches_moved:
+        return wall, "launches per step"
+    if wall in FLAGGING:
+        if pd.isna(r["device_change_pct"]):  # no profile to tell: the wall time decides
+            return wall, "step time"
+        return HOST, "step time moved; kernel time and launches did not"
+    return wall, ""
+
+
+def compare_jobs(old: pd.DataFrame, new: pd.DataFrame, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
+                 history: dict[str, float] | None = None,
+                 device_history: dict[str, float] | None = None) -> pd.DataFrame:
+    """One row per job configuration (`key`) of either sweep: step and device times, their
+    changes, the noise each is held against, the verdict and why, and busy and category
+    share changes beside them. `history`, `device_history`: key -> the job's history noise
+    of each (history_noise_pct). Jobs in only one sweep are `new job` or `gone`."""
+    shares = [c for c in new.columns if c.startswith("share_")]
+    cols = ["key", "label", "status", "step_ms", "step_noise_pct", "device_ms", "kernel_launches", "busy_pct", "gpu",
+            *shares]
+
+    def one_per_key(t: pd.DataFrame) -> pd.DataFrame:
+        # jobs of one configuration (seeds): the first that finished ok stands for it
+        t = t.reindex(columns=list(dict.fromkeys([*cols, "job", "steady_step_ms", "compiled_step_ms"])))
+        t["step_ms"] = [wall_ms(r) for _, r in t.iterrows()]
+        return t.assign(_notok=t["status"] != "ok").sort_values(["_notok", "job"]).drop_duplicates("key")[cols]
+
+    m = one_per_key(old).merge(one_per_key(new), on="key", how="outer", suffixes=("_old", "_new"))
+    m["label"] = m["label_new"].fillna(m["label_old"])
+    m["step_change_pct"] = (m["step_ms_new"] / m["step_ms_old"] - 1) * 100
+    hist = pd.Series({k: v for k, v in (history or {}).items() if v is not None}, dtype=float)
+    m["history_noise_pct"] = m["key"].map(hist)
+    run_old = m[["step_noise_pct_old", "history_noise_pct"]].max(axis=1)
+    run_new = m[["step_noise_pct_new", "history_noise_pct"]].max(axis=1)
+    m["noise_pct"] = (run_old.fillna(0) + run_new.fillna(0)).where(run_old.notna() | run_new.notna())
+    m["device_change_pct"] = (m["device_ms_new"] / m["device_ms_old"] - 1) * 100
+    m["launches_old"], m["launches_new"] = m["kernel_launches_old"], m["kernel_launches_new"]
+    hist_dev = pd.Series({k: v for k, v in (device_history or {}).items() if v is not None}, dtype=float)
+    m["cpu"] = m["gpu_new"].isna() & m["gpu_old"].isna()  # a CPU job: its wall time alone decides
+    m["device_noise_pct"] = (2 * m["key"].map(hist_dev)).where(~m["cpu"])
+    m["busy_change_pp"] = m["busy_pct_new"] - m["busy_pct_old"]
+    diffs = pd.DataFrame({c[len("share_"):]: m[c + "_new"] - m[c + "_old"] for c in shares}, index=m.index)
+    moved = diffs.notna().any(axis=1) & (diffs.abs().max(axis=1) > 0)
+    biggest = diffs.fillna(0).abs().idxmax(axis=1).where(moved) if len(shares) else pd.Series(None, index=m.index)
+    m["largest_share_change"] = biggest
+    m["largest_share_change_pp"] = [diffs.at[i, c] if isinstance(c, str) else float("nan") for i, c in biggest.items()]
+
+    def one(r) -> tuple[str, str]:
+        if pd.isna(r["status_old"]):
+            return "new job", ""
+        if pd.isna(r["status_new"]):
+            return "gone", ""
+        return verdict(r, threshold_pct)
+
+    judged = [one(r) for _, r in m.iterrows()]
+    m["verdict"] = [v for v, _ in judged]
+    m["why"] = [w for _, w in judged]
+    keep = ["key", "label", "status_old", "status_new", "gpu_old", "gpu_new", "step_ms_old",
+            "step_ms_new", "step_change_pct", "step_noise_pct_old", "step_noise_pct_new",
+            "history_noise_pct", "noise_pct", "device_ms_old", "device_ms_new", "device_change_pct",
+            "device_noise_pct", "launches_old", "launches_new", "verdict", "why", "busy_pct_old", "busy_pct_new",
+            "busy_change_pp", "largest_share_change", "largest_share_change_pp"]
+    return m[keep].sort_values("label").reset_index(drop=True)
+
+
+def flagged(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows whose step time moved beyond threshold and noise, or whose status changed."""
+    v = table["verdict"].fillna("")
+    return table[v.isin(FLAGGING) | v.str.startswith("status ")]
+
+
+def source_hash(kernel_path: str | None) -> str | None:
+    """Inductor names a kernel's file by a hash of its source: the file's stem."""
+    return PurePath(kernel_path).stem if kernel_path else None
+
+
+def kernel_diff(old: pd.DataFrame, new: pd.DataFrame, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
+                min_share_pct: float = KERNEL_MIN_SHARE_PCT) -> pd.DataFrame:
+    """Kernels of one job's step in two sweeps (rows of tables.kernels_table, scope step),
+    matched by name and, where both sides know it, source: which got slower or faster by
+    at least the threshold, appeared, vanished or changed source. Kernels under
+    `min_share_pct` of the step's device time on both sides are left out; largest
+    absolute change first."""
+    cols = ["kernel", "category", "device_ms", "share_pct", "source"]
+
+    def side(t: pd.DataFrame) -> pd.DataFrame:
+        t = t.reindex(columns=cols + ["scope"])
+        t = t[t["scope"] == "step"] if t["scope"].notna().any() else t
+        return t.groupby("kernel", as_index=False).agg(
+            category=("category", "first"), device_ms=("device_ms", "sum"), share_pct=("share_pct", "sum"),
+            source=("source", "first"))
+
+    m = side(old).merge(side(new), on="kernel", how="outer", suffixes=("_old", "_new"))
+    m["category"] = m["category_new"].fillna(m["category_old"])
+    m["change_pct"] = (m["device_ms_new"] / m["device_ms_old"] - 1) * 100
+    m["change_ms"] = m["device_ms_new"].fillna(0) - m["device_ms_old"].fillna(0)
+
+    def what(r) -> str:
+        if pd.isna(r["device_ms_old"]):
+            return "appeared"
+        if pd.isna(r["device_ms_new"]):
+            return "vanished"
+        if isinstance(r["source_old"], str) and isinstance(r["source_new"], str) and r["source_old"] != r["source_new"]:
+            return "source changed"
+        if abs(r["change_pct"]) >= threshold_pct:
+            return "slower" if r["change_pct"] > 0 else "faster"
+        return ""
+
+    m["change"] = m.apply(what, axis=1) if len(m) else pd.Series(dtype=str)
+    big = m[["share_pct_old", "share_pct_new"]].max(axis=1) >= min_share_pct
+    out = m[(m["change"] != "") & big].copy()
+    out = out.reindex(out["change_ms"].abs().sort_values(ascending=False).index)
+    return out[["kernel", "category", "device_ms_old", "device_ms_new", "change_ms", "change_pct",
+                "share_pct_old", "share_pct_new", "change"]].reset_index(drop=True)
+
+
+def category_shares(kernels: pd.DataFrame) -> pd.Series:
+    """A job step's device time share by category, % (for the before/after lines)."""
+    step = kernels[kernels["scope"] == "step"]
+    total = step["device_ms"].sum()
+    return (step.groupby("category")["device_ms"].sum() / total * 100) if total else pd.Series(dtype=float)

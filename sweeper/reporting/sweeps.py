@@ -1,0 +1,187 @@
+"""Sweeps side by side: which sweep folders count as history, and one sweep compared with
+an earlier one, job by job and kernel by kernel (reads folders, writes nothing).
+
+Only complete sweeps count: summary.json says the sweep ended on its own (`complete`)
+and no job was cancelled. A running, interrupted or cancelled sweep is skipped with a
+one-line note. Tables are built in memory from the records (sweeper/reporting/load.py),
+so comparing never writes into a sweep folder."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from sweeper.analysis import regression as rg
+from sweeper.reporting import tables
+from sweeper.reporting.load import AggregateError, load_sweep
+
+HISTORY_SWEEPS = 7  # earlier complete sweeps whose spread counts as a job's noise
+
+
+def sweep_state(sweep: Path) -> tuple[bool, str]:
+    """(complete, why not) from a sweep folder's summary.json."""
+    path = Path(sweep) / "summary.json"
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        return False, f"its summary.json cannot be read ({e})"
+    if not summary.get("complete"):
+        return False, "it is still running or was interrupted"
+    cancelled = (summary.get("counts") or {}).get("cancelled", 0)
+    if cancelled:
+        return False, f"{cancelled} of its jobs were cancelled"
+    return True, ""
+
+
+def started_at(sweep: Path) -> str:
+    try:
+        return json.loads((Path(sweep) / "summary.json").read_text()).get("started_at") or ""
+    except (OSError, ValueError):
+        return ""
+
+
+def complete_sweeps_under(outputs: Path, depth: int = 2) -> tuple[list[Path], list[str]]:
+    """Complete sweep folders under `outputs`, at most `depth` levels down (outputs/DATE/TIME,
+    outputs/nightly/DATE), oldest first (by started_at), and a one-line note for each
+    sweep folder skipped. Not deeper: a sweep folder's parent may be /tmp."""
+    found, notes = [], []
+    summaries = [p for d in range(depth + 1) for p in Path(outputs).glob("/".join(["*"] * d + ["summary.json"]))]
+    for s in summaries:
+        sweep = s.parent.resolve()
+        ok, why = sweep_state(sweep)
+        if ok:
+            found.append((started_at(sweep), str(sweep), sweep))
+        else:
+            notes.append(f"skipped {sweep}: {why}")
+    return [p for _, _, p in sorted(found)], sorted(notes)
+
+
+@dataclass
+class SweepTables:
+    path: Path
+    jobs: pd.DataFrame
+    kernels: pd.DataFrame
+    started_at: str = ""
+
+
+def sweep_tables(sweep: Path) -> SweepTables:
+    _, records, _ = load_sweep(Path(sweep))
+    recs = [records[n] for n in sorted(records)]
+    return SweepTables(Path(sweep), tables.jobs_table(recs), tables.kernels_table(recs), started_at(sweep))
+
+
+def grid(sweep: Path) -> frozenset:
+    """The sweep's jobs as their overrides (summary.json): two sweeps of one grid have the
+    same. Read from the summary alone, so that finding the earlier sweep of a grid at the
+    end of every sweep does not read every record beside it."""
+    try:
+        jobs = json.loads((Path(sweep) / "summary.json").read_text()).get("jobs") or []
+    except (OSError, ValueError):
+        return frozenset()
+    return frozenset(tuple(sorted(j.get("overrides") or [])) for j in jobs)
+
+
+def earlier_sweep(new: Path, same_grid: bool = False) -> tuple[Path | None, list[str]]:
+    """The latest complete sweep beside `new` (under its parent folder) that started before
+    it; with same_grid, only one of the same job configurations. And the skip notes."""
+    new = Path(new).resolve()
+    sweeps, notes = complete_sweeps_under(new.parent, depth=1)
+    mine = started_at(new)
+    before = [s for s in sweeps if s != new and started_at(s) <= mine]
+    if same_grid and before:
+        before = [s for s in before if grid(s) == grid(new)]
+    return (before[-1] if before else None), [n for n in notes if str(new) not in n]
+
+
+def history_noise(history: list[SweepTables], gpu_of: dict[str, str | None],
+                  column: str = "step") -> dict[str, float | None]:
+    """key -> the spread of the job's `column` over `history` (ok runs on the same GPU
+    model only), as regression.history_noise_pct; "step": the wall time compared
+    (regression.wall_ms)."""
+    values: dict[str, list[float]] = {}
+    for t in history:
+        for _, r in t.jobs[t.jobs["status"] == "ok"].iterrows():
+            if r["gpu"] == gpu_of.get(r["key"]) or (pd.isna(r["gpu"]) and gpu_of.get(r["key"]) is None):
+                values.setdefault(r["key"], []).append(rg.wall_ms(r) if column == "step" else r[column])
+    return {k: rg.history_noise_pct(v) for k, v in values.items()}
+
+
+@dataclass
+class JobDetail:
+    """One job in both sweeps: what a kernel-level look needs."""
+    label: str
+    kernels: pd.DataFrame  # regression.kernel_diff rows
+    shares_old: pd.Series
+    shares_new: pd.Series
+    figures: dict = field(default_factory=dict)  # name -> (old, new)
+
+
+@dataclass
+class Comparison:
+    old: SweepTables
+    new: SweepTables
+    threshold_pct: float
+    jobs: pd.DataFrame  # regression.compare_jobs
+    history_sweeps: int
+    details: dict[str, JobDetail] = field(default_factory=dict)  # key -> detail
+
+    @property
+    def flagged(self) -> pd.DataFrame:
+        return rg.flagged(self.jobs)
+
+
+def job_detail(old: SweepTables, new: SweepTables, key: str, threshold_pct: float) -> JobDetail:
+    def one(t: SweepTables) -> tuple[pd.Series, pd.DataFrame]:
+        rows = t.jobs[(t.jobs["key"] == key) & (t.jobs["status"] == "ok")]
+        if rows.empty:
+            rows = t.jobs[t.jobs["key"] == key]
+        row = rows.iloc[0]
+        return row, t.kernels[t.kernels["job"] == row["job"]]
+
+    (r_old, k_old), (r_new, k_new) = one(old), one(new)
+    figures = {c: (r_old.get(c), r_new.get(c)) for c in ("compile_s", "peak_memory_mb", "busy_pct", "nvml_util_pct")}
+    return JobDetail(r_new["label"], rg.kernel_diff(k_old, k_new, threshold_pct),
+                     rg.category_shares(k_old), rg.category_shares(k_new), figures)
+
+
+def compare_sweeps(new: Path, old: Path, threshold_pct: float = rg.DEFAULT_THRESHOLD_PCT,
+                   kernels: str = "flagged", history_sweeps: int = HISTORY_SWEEPS) -> Comparison:
+    """`new` against `old`, each job's noise including the history of complete sweeps under
+    old's parent folder up to old (the last `history_sweeps`). kernels: "flagged" (kernel
+    diffs of flagged jobs), "all", or "none"."""
+    for s in (new, old):
+        ok, why = sweep_state(s)
+        if not ok:
+            raise AggregateError(f"{s} is not a complete sweep ({why}); compare complete sweeps only")
+    t_new, t_old = sweep_tables(new), sweep_tables(old)
+    earlier, _ = complete_sweeps_under(Path(old).resolve().parent, depth=1)
+    mine = started_at(old)
+    hist_paths = [s for s in earlier if started_at(s) <= mine and s != Path(new).resolve()][-history_sweeps:]
+    history = [sweep_tables(s) for s in hist_paths]
+    gpu_of = dict(zip(t_new.jobs["key"], t_new.jobs["gpu"].where(t_new.jobs["gpu"].notna(), None)))
+    enough = len(history) >= rg.HISTORY_MIN
+    noise = history_noise(history, gpu_of) if enough else {}
+    device_noise = history_noise(history, gpu_of, "device_ms") if enough else {}
+    table = rg.compare_jobs(t_old.jobs, t_new.jobs, threshold_pct, noise, device_noise)
+    table["label"] = table["key"].map(tables.distinct_labels(
+        {k: (k, lab) for k, lab in zip(table["key"], table["label"])}))
+    cmp = Comparison(t_old, t_new, threshold_pct, table, len(history))
+    both = table[table["status_old"].notna() & table["status_new"].notna()]
+    keys = {"all": list(both["key"]), "flagged": list(rg.flagged(both)["key"]), "none": []}[kernels]
+    cmp.details = {k: job_detail(t_old, t_new, k, threshold_pct) for k in keys}
+    return cmp
+
+
+def earlier_comparison(sweep: Path) -> tuple[Comparison | None, list[str]]:
+    """For the report: this sweep against the latest earlier complete sweep of the same
+    grid beside it, if this one is complete and there is one; and notes on what failed."""
+    if not sweep_state(sweep)[0]:
+        return None, []
+    try:
+        old, _ = earlier_sweep(sweep, same_grid=True)
+        return (compare_sweeps(sweep, old) if old else None), []
+    except AggregateError as e:
+        return None, [f"no comparison with an earlier sweep: {e}"]

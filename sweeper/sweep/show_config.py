@@ -1,0 +1,48 @@
+"""`python -m sweeper ... --cfg job` on a sweep. Hydra's own --cfg refuses comma lists
+("Ambiguous value ... add --multirun"), and with -m it stops on "Only one of --run,
+--multirun, --cfg ..." in a traceback; the README promises that comma lists sweep without
+-m. So a --cfg over a sweep is answered here: each job's composed config in turn, as the
+launcher would compose it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+CFG_FLAGS = ("--cfg", "-c")
+
+
+def wants_config(argv: list[str]) -> bool:
+    return any(a in CFG_FLAGS for a in argv)
+
+
+def without_multirun(argv: list[str]) -> list[str]:
+    """--cfg with -m: the primary config sweeps already (hydra.mode MULTIRUN)."""
+    return [a for a in argv if a not in ("-m", "--multirun")]
+
+
+def sweep_configs(argv: list[str], conf_dir: Path) -> list[tuple[list[str], str]] | None:
+    """(job overrides, its config as YAML) for each job of the sweep `argv` names, None
+    when argv sweeps nothing (Hydra's own --cfg then answers)."""
+    from hydra import compose, initialize_config_dir
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+
+    argv = without_multirun(argv)
+    i = next(k for k, a in enumerate(argv) if a in CFG_FLAGS)
+    part = argv[i + 1] if i + 1 < len(argv) else "job"
+    overrides = [a for k, a in enumerate(argv) if not a.startswith("-") and k != i + 1]
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    if not any(o.is_sweep_override() for o in parsed):
+        return None
+    jobs = [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+    out = []
+    with initialize_config_dir(str(conf_dir), version_base="1.3"):
+        for job in jobs:
+            cfg = compose("config", overrides=job, return_hydra_config=part != "job")
+            if part == "hydra":
+                cfg = cfg.hydra
+            elif part == "job":
+                cfg = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
+            out.append((job, OmegaConf.to_yaml(cfg, resolve=part == "job")))
+    return out
