@@ -1,5 +1,7 @@
 import gzip
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -28,3 +30,13 @@ def resnet18_record():
 @pytest.fixture
 def mixnet_record():
     return json.loads(read_text(H200 / "mixnet_l_result.json.gz"))
+
+
+def chromium() -> str:
+    """The headless browser for the report tests: CI must have it (.ci/run installs it)."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    if os.environ.get("CI"):
+        pytest.fail("Chromium is not installed: .ci/run installs Debian's chromium package")
+    pytest.skip("no Chromium here (apt-get install chromium)")

@@ -192,3 +192,20 @@ def test_out_of_memory_reason_names_the_batch_size():
         "out of GPU memory at batch size 100000: CUDA out of memory. Tried to allocate 149.54 GiB. "
         "GPU 0 has a total capacity of 139.80 GiB")
     assert _reason(ValueError("bad\nsecond line"), {}) == "ValueError: bad"
+
+
+@pytest.mark.slow
+def test_cpu_report_speaks_of_the_cpu_and_renders_in_a_browser(training_job):
+    """A CPU sweep's report says CPU where a GPU sweep's says GPU, and leaves out the
+    columns a CPU cannot fill (NVML, peak GPU memory) and the microbenchmark text."""
+    from conftest import chromium
+
+    report = training_job[0].parent / "report.html"
+    proc = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+                           "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    dom = proc.stdout
+    assert 'data-figures-rendered="3"' in dom  # categories, busy, compile: the others need a GPU or a pair
+    assert "CPU busy %" in dom and "CPU time by kernel category" in dom
+    for gpu_only in ("GPU", "NVML", "peak MiB", "L2 flushed", "device-to-device", "gpu_count", ">cuda<"):
+        assert gpu_only not in dom, gpu_only

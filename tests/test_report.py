@@ -16,6 +16,7 @@ from sweeper.record import read_record
 from sweeper.aggregate import aggregate
 from sweeper.reporting.load import load_sweep
 from sweeper.analysis.categories import CATEGORIES
+from conftest import chromium as _chromium
 
 ROOT = Path(__file__).resolve().parent.parent
 SWEEPS = Path(__file__).parent / "fixtures" / "h200" / "two_gpu_sweeps"
@@ -108,15 +109,6 @@ def test_report_names_failed_jobs_and_how_to_rerun(gpu_sweep):
     assert "NVIDIA H200" in page
 
 
-def _chromium():
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if shutil.which(name):
-            return shutil.which(name)
-    if os.environ.get("CI"):
-        pytest.fail("Chromium is not installed: .ci/run installs Debian's chromium package")
-    pytest.skip("no Chromium here (apt-get install chromium)")
-
-
 def test_report_renders_in_a_headless_browser(gpu_sweep):
     sweep, _, report = gpu_sweep
     proc = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
@@ -124,7 +116,9 @@ def test_report_renders_in_a_headless_browser(gpu_sweep):
     assert proc.returncode == 0, proc.stderr[-2000:]
     dom = proc.stdout
     assert 'data-figures-rendered="4"' in dom  # the browser decoded all four embedded PNGs
-    assert 'data-tables="4"' in dom  # environment, jobs, failed jobs, kernels
+    kernels = pd.read_parquet(sweep / "tables" / "kernels.parquet")
+    with_kernels = kernels[kernels["scope"] == "step"]["job"].nunique()
+    assert f'data-tables="{3 + with_kernels}"' in dom  # environment, jobs, failed jobs, a kernel table a job
     assert 'id="failed-jobs"' in dom and "out of GPU memory" in dom
 
 

@@ -112,6 +112,6 @@ def test_busy_figure_and_nvml_side_by_side_and_the_gaps_named(example):
     over = sorted(n for n, gap in gaps.items() if gap > BUSY_NVML_GAP_PP)
     assert over == [0, 5]
     page = report_path.read_text()
-    assert "<th>busy %</th><th>NVML util %</th>" in page
+    assert "<th>GPU busy %</th><th>NVML util %</th>" in page
     note = next(line for line in page.splitlines() if "differ by more than 7 points" in line)
     assert all(f"#{n} (busy" in note for n in over) and "#2 (busy" not in note

@@ -145,9 +145,8 @@ def autotune_figure(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame,
     panels = 3 if not head.empty else 2
     if panels == 3:  # the title names only the panels drawn
         title += ", kernel headroom"
-    # the category key sits between the second and third panels: room for it in the width
-    fig, axes = plt.subplots(1, panels, figsize=(6.5 * panels + 2, max(3.2, 1.5 + 0.9 * len(pairs))),
-                             gridspec_kw={"wspace": 0.9 if panels == 3 else 0.5})
+    # wide enough for the category key beside the second panel (tight_layout makes room)
+    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels + 2, max(3.6, 1.8 + 0.9 * len(pairs))))
     ax1, ax2 = axes[0], axes[1]
     names = [off["label"] for off, _ in pairs]
     y = range(len(pairs))

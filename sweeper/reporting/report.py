@@ -89,6 +89,8 @@ def _header(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.D
                f"{len(jobs)} jobs: " + ", ".join(f"{n} {s}" for s, n in jobs["status"].value_counts().items()) + "</p>")
     if env:
         keys = ("gpu", "gpu_count", "driver", "cuda", "torch", "triton", "timm", "python", "host", "cpu_count")
+        if not env.get("gpu"):  # a CPU sweep: the torch build's CUDA says nothing of what ran
+            keys = tuple(k for k in keys if k not in ("gpu", "gpu_count", "driver", "cuda"))
         out.append("<h2>Environment</h2><table>" + "".join(
             f"<tr><th>{k}</th><td>{_e(env.get(k))}</td></tr>" for k in keys if env.get(k) is not None) + "</table>")
     return out
@@ -126,10 +128,8 @@ def _compared_section(cmp) -> list[str]:
     the noise it was held against, the verdict; a kernel-level diff for each flagged job."""
     t = cmp.jobs
     out = [f"<h2 id='compared'>Compared with {_e(cmp.old.path.name)}</h2>",
-           f"<p>Against <code>{_e(cmp.old.path)}</code> (started {_e(cmp.old.started_at)}). A job is flagged when "
-           f"its kernels' time per step, or its step time with its kernel launches, changed by at least "
-           f"{cmp.threshold_pct:g}% and by more than the noise of both runs; a step time that moved alone is the "
-           f"host's (docs/method.md, \"Comparing sweeps\"); {cmp.history_sweeps} complete sweeps of history. "
+           f"<p>Against <code>{_e(cmp.old.path)}</code> (started {_e(cmp.old.started_at)}). {_e(_rule(cmp))} "
+           f"(docs/method.md, \"Comparing sweeps\"); {cmp.history_sweeps} complete sweeps of history. "
            f"{len(cmp.flagged)} of {int(t['status_old'].notna().sum())} jobs flagged.</p>",
            "<table id='comparison'><tr><th>job</th><th>step ms before → now</th><th>change %</th><th>noise ±%</th>"
            "<th>kernel ms before → now</th><th>change %</th><th>noise ±%</th><th>verdict</th><th>why</th>"
@@ -161,6 +161,17 @@ def _compared_section(cmp) -> list[str]:
                        f"<td class='num'>{_num(k['change_pct'], '{:+.1f}')}</td><td>{_e(k['change'])}</td></tr>")
         out.append("</table>")
     return out
+
+
+def _rule(cmp) -> str:
+    """The flagging rule, in the words of the device the sweep ran on."""
+    gpu = ("A job is flagged when its kernels' time per step, or its step time with its kernel launches, "
+           f"changed by at least {cmp.threshold_pct:g}% and by more than the noise of both runs; a step time "
+           "that moved alone is the host's")
+    cpu = (f"A job is flagged when its step time changed by at least {cmp.threshold_pct:g}% and by more than "
+           "the noise of both runs")
+    word = device_word(cmp.new.jobs)
+    return {"GPU": gpu, "CPU": cpu}.get(word, f"{gpu}; on a CPU, the step time alone")
 
 
 def _failed_section(records: dict[int, dict], jobs: pd.DataFrame, entries: dict) -> list[str]:
