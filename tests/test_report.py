@@ -2,8 +2,6 @@
 and the report in a real headless browser."""
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
