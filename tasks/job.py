@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 from datetime import datetime, timezone
@@ -21,7 +22,7 @@ from sweeper.record import cache_env, new_record, write_record
 from tasks import phases, phases_profile
 from tasks.gc_watch import GcWatch
 from tasks.host_load import HostLoad
-from tasks.phases import JobContext, Skip, failure_reason, say
+from tasks.phases import JobContext, Skip, failure_reason, heartbeat_line, say
 
 
 class Phase(NamedTuple):
@@ -66,20 +67,40 @@ def prepare_process(cfg: dict, job_dir: Path) -> Path:
 class PhaseClock:
     """Enters each phase: the seconds of the one before into the record, the phase's name
     into the record, the garbage-collection watch and the host-load sampler, and a
-    progress line."""
+    progress line; and while a phase lasts, a line every 10 s for its first minute and
+    every minute after (SWEEPER_HEARTBEAT_S sets the first interval), so that no phase of
+    more than ten seconds looks hung (a compile says how many choices it autotuned)."""
 
     def __init__(self, record: dict, gc_watch: GcWatch, host: HostLoad) -> None:
         self.record, self.gc_watch, self.host = record, gc_watch, host
         self.started = time.time()
         host.enter(record["phase"])
+        self._lock, self._stop = threading.Lock(), threading.Event()
+        threading.Thread(target=self._heartbeat, daemon=True).start()
 
     def enter(self, name: str) -> None:
         now = time.time()
-        self.record["timings"]["phase_s"][self.record["phase"]] = round(now - self.started, 3)
-        self.record["phase"], self.started = name, now
+        with self._lock:  # the heartbeat reads phase and start together
+            self.record["timings"]["phase_s"][self.record["phase"]] = round(now - self.started, 3)
+            self.record["phase"], self.started = name, now
         self.gc_watch.phase = name
         self.host.enter(name)
         say(f"phase {name}")
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _heartbeat(self) -> None:
+        first = float(os.environ.get("SWEEPER_HEARTBEAT_S", "10"))
+        seen, next_at = None, first
+        while not self._stop.wait(0.5):
+            with self._lock:
+                phase, took = self.record["phase"], time.time() - self.started
+            if phase != seen:
+                seen, next_at = phase, first
+            if took >= next_at:
+                say(heartbeat_line(phase, took))
+                next_at += first if next_at < 60 else 60.0
 
 
 def run(spec: dict, job_dir: Path) -> dict:
@@ -107,6 +128,7 @@ def run(spec: dict, job_dir: Path) -> dict:
         traceback.print_exc()
         say(f"failed in phase {record['phase']}: {record['reason']}")
     finally:
+        clock.stop()
         ctx.stack.close()
         gc_watch.uninstall()
         record["timings"]["gc"] = gc_watch.report()

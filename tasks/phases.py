@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -199,9 +198,8 @@ def compile_step(ctx: JobContext) -> None:
     ctx.step = step
     ctx.capture = ctx.stack.enter_context(ModuleCapture())  # until the end of warmup
     t0 = time.time()
-    with heartbeat(t0):
-        step()
-        synchronize(ctx.device)
+    step()  # the compile: the phase clock's heartbeat says how far it got (tasks/job.py)
+    synchronize(ctx.device)
     ctx.timings["compile_s"] = round(time.time() - t0, 3)
     ctx.timings["compile_split_s"] = inductor.compile_split(ctx.timings["compile_s"])
 
@@ -257,24 +255,11 @@ def steady(ctx: JobContext) -> None:
         ctx.timings["steady_loop"], ctx.timings["nvml"] = run_loop(), {"util_pct": None, "reason": nvml_util.NO_GPU_REASON}
 
 
-@contextlib.contextmanager
-def heartbeat(t0: float):
-    """A line every SWEEPER_HEARTBEAT_S seconds (60) while the first step compiles, so that
-    a 10-minute max-autotune compile does not look hung in the sweep's output."""
-    every_s = float(os.environ.get("SWEEPER_HEARTBEAT_S", "60"))
-    stop = threading.Event()
-
-    def beat():
-        while not stop.wait(every_s):
-            say(f"still compiling: {time.time() - t0:.0f} s, {inductor.autotuned_choices()} autotuned choices so far")
-
-    thread = threading.Thread(target=beat, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
+def heartbeat_line(phase: str, seconds: float) -> str:
+    """What a phase that runs long says it is doing (tasks/job.PhaseClock's heartbeat)."""
+    if phase == "compile":
+        return f"still compiling: {seconds:.0f} s, {inductor.autotuned_choices()} autotuned choices so far"
+    return f"still in phase {phase}: {seconds:.0f} s"
 
 
 def _inject_fault(fault: str | None) -> None:

@@ -5,6 +5,7 @@ import json
 import os
 import statistics
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -30,7 +31,7 @@ def sweep(sweep_dir, *overrides, timeout=900, env=None):
 @pytest.fixture(scope="module")
 def training_job(tmp_path_factory):
     d = tmp_path_factory.mktemp("train")
-    # a heartbeat every 3 s instead of 60, so that the CPU compile (about 20 s) shows some
+    # a heartbeat every 3 s instead of 10, so that the CPU compile (about 20 s) shows several
     proc = sweep(d, "model=test_resnet", *SMALL, env=dict(os.environ, SWEEPER_HEARTBEAT_S="3"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return d / "0", proc
@@ -209,3 +210,25 @@ def test_cpu_report_speaks_of_the_cpu_and_renders_in_a_browser(training_job):
     assert "CPU busy %" in dom and "CPU time by kernel category" in dom
     for gpu_only in ("GPU", "NVML", "peak MiB", "L2 flushed", "device-to-device", "gpu_count", ">cuda<"):
         assert gpu_only not in dom, gpu_only
+
+
+def test_every_phase_that_runs_long_says_so(monkeypatch, capsys):
+    """The phase clock's heartbeat: a line while any phase runs past the interval, naming
+    it, and none for a phase that ended sooner."""
+    from tasks.gc_watch import GcWatch
+    from tasks.host_load import HostLoad
+    from tasks.job import PhaseClock
+
+    monkeypatch.setenv("SWEEPER_HEARTBEAT_S", "1")
+    record = {"phase": "start", "timings": {"phase_s": {}}}
+    clock = PhaseClock(record, GcWatch(), HostLoad())
+    try:
+        clock.enter("warmup")
+        time.sleep(0.3)
+        clock.enter("time_modules")
+        time.sleep(2.4)
+    finally:
+        clock.stop()
+    out = capsys.readouterr().out
+    assert "still in phase time_modules: 1 s" in out and "still in phase time_modules: 2 s" in out
+    assert "still in phase warmup" not in out
