@@ -242,5 +242,9 @@ def compile_figure(jobs: pd.DataFrame, out_dir: Path) -> Figure:
 
 
 def all_figures(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame, out_dir: Path) -> list[Figure]:
-    return [categories_figure(jobs, cats, out_dir), busy_figure(jobs, out_dir),
-            autotune_figure(jobs, cats, bench, out_dir), roofline_figure(bench, out_dir), compile_figure(jobs, out_dir)]
+    figures = [categories_figure(jobs, cats, out_dir), busy_figure(jobs, out_dir),
+               autotune_figure(jobs, cats, bench, out_dir), roofline_figure(bench, out_dir),
+               compile_figure(jobs, out_dir)]
+    if device_word(jobs) == "CPU":  # the roofline needs a GPU's microbenchmarks: not even a note
+        figures = [f for f in figures if f.name != "roofline"]
+    return figures
