@@ -258,7 +258,8 @@ def steady(ctx: JobContext) -> None:
 def heartbeat_line(phase: str, seconds: float) -> str:
     """What a phase that runs long says it is doing (tasks/job.PhaseClock's heartbeat)."""
     if phase == "compile":
-        return f"still compiling: {seconds:.0f} s, {inductor.autotuned_choices()} autotuned choices so far"
+        chosen = inductor.autotuned_choices()  # max-autotune's progress; none without it
+        return f"still compiling: {seconds:.0f} s" + (f", {chosen} autotuned choices so far" if chosen else "")
     return f"still in phase {phase}: {seconds:.0f} s"
 
 

@@ -148,3 +148,42 @@ def test_nightly_preset_names_a_grid_and_a_stable_folder(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "dry run: 6 jobs into" in proc.stdout and "/outputs/nightly/" in proc.stdout
     assert "#5 model=resnet50 cudagraphs=on" in proc.stdout
+
+
+def test_figures_show_every_bar_with_headroom_keys_inside_and_titles_that_match(tmp_path, monkeypatch):
+    """The figures' layout, read off the matplotlib figures before they are saved."""
+    import sweeper.reporting.figures as fg
+
+    drawn = {}
+    real_save = fg.save
+
+    def keep(fig, path):
+        ax = fig.axes[0]
+        drawn[path.stem] = {"ylim": ax.get_ylim(), "xlim": ax.get_xlim(), "texts": [t.get_text() for t in ax.texts],
+                            "hlines": [list(line.get_ydata()) for line in ax.lines],
+                            "legend": [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else [],
+                            "xlabel": ax.get_xlabel()}
+        return real_save(fig, path)
+
+    monkeypatch.setattr(fg, "save", keep)
+    jobs = pd.DataFrame({"job": [0, 1], "label": ["a b2 train", "b b2 train"], "status": "ok", "model": ["a", "b"],
+                         "batch_size": 2, "busy_pct": [376.0, 40.0], "nvml_util_pct": None,
+                         "busy_pct_reference_style": [300.0, 35.0], "gpu": None, "compile_s": [20.0, 80.0],
+                         "autotune": [False, True]})
+    busy = fg.busy_figure(jobs, tmp_path)
+    assert busy.title == "CPU busy during the compiled step"
+    b = drawn["busy"]
+    assert b["ylim"][1] >= 120 and "376%" in b["texts"] and "300%" in b["texts"]  # clipped bars say their value
+    assert [100, 100] in b["hlines"] and "100%" in b["texts"]  # the 100% line, labelled
+    cats = pd.DataFrame({"job": [0, 0, 1], "label": ["a b2 train", "a b2 train", "b b2 train"], "scope": "step",
+                         "category": ["triton_pointwise", "library_mm_conv", "triton_pointwise"],
+                         "device_ms": [1.0, 2.0, 1.5], "share_pct": [33.3, 66.7, 100.0]})
+    fg.categories_figure(jobs, cats, tmp_path)
+    assert drawn["categories"]["xlim"][1] > 3.0  # headroom after the longest bar (3.0 ms)
+    fg.compile_figure(jobs, tmp_path)
+    assert drawn["compile"]["legend"] == ["default", "max-autotune"]  # the colour key, in the figure
+    assert "orange" not in drawn["compile"]["xlabel"]
+    pair = jobs.assign(key=["model=a,autotune=False", "model=a,autotune=True"], compiled_step_ms=[2.0, 1.5],
+                       model="a")
+    tuned = fg.autotune_figure(pair, cats, pd.DataFrame(columns=["job", "headroom_pct"]), tmp_path)
+    assert tuned.path is not None and "headroom" not in tuned.title  # no headroom panel drawn, none named

@@ -115,3 +115,20 @@ def test_busy_figure_and_nvml_side_by_side_and_the_gaps_named(example):
     assert "<th>GPU busy %</th><th>NVML util %</th>" in page
     note = next(line for line in page.splitlines() if "differ by more than 7 points" in line)
     assert all(f"#{n} (busy" in note for n in over) and "#2 (busy" not in note
+
+
+def test_the_example_renders_in_a_browser_with_every_figure_and_gpu_wording(example):
+    """The committed GPU example in a real headless browser: all five figures decoded, a
+    kernel table a job, GPU words and columns (the CPU sweep's: tests/test_job_cpu.py)."""
+    import subprocess
+
+    from conftest import chromium
+
+    _, records, report = example
+    proc = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+                           "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    dom = proc.stdout
+    assert 'data-figures-rendered="5"' in dom
+    assert f'data-tables="{2 + len(records)}"' in dom  # environment, jobs, one kernel table a job
+    assert "GPU busy %" in dom and "NVML util %" in dom and "L2 flushed" in dom
