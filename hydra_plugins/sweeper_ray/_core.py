@@ -55,7 +55,6 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
     try:
         jobs = _checked_jobs(launcher, conf, job_overrides, initial_job_idx)
         if dry_run(jobs, sweep_dir):
-            discard_unused_sweep_dir(sweep_dir)
             return []
         stop_on_problem(check_output_dir, sweep_dir)
         lock_sweep(sweep_dir)  # held until this process ends
@@ -63,12 +62,10 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
         sweep.run()
     except KeyboardInterrupt:
         if sweep is None:  # during the checks: nothing ran
-            discard_unused_sweep_dir(sweep_dir)
             raise SystemExit(130) from None
         raise SystemExit(sm.close_sweep(sweep_dir, list(sweep.entries.values()), sweep.command, interrupted=True))
-    except SystemExit:  # refused before any job (a check, joining Ray): no empty folder stays
+    finally:  # a sweep that ran no job (refused, a dry run) leaves no empty folder; else a no-op
         discard_unused_sweep_dir(sweep_dir)
-        raise
     code = sm.close_sweep(sweep_dir, list(sweep.entries.values()), sweep.command)
     if code:  # Hydra keeps no exit code of a launcher's own: a failed job ends the command here
         raise SystemExit(code)

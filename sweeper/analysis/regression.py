@@ -216,10 +216,3 @@ def kernel_diff(old: pd.DataFrame, new: pd.DataFrame, threshold_pct: float = DEF
     out = out.reindex(out["change_ms"].abs().sort_values(ascending=False).index)
     return out[["kernel", "category", "device_ms_old", "device_ms_new", "change_ms", "change_pct",
                 "share_pct_old", "share_pct_new", "change"]].reset_index(drop=True)
-
-
-def category_shares(kernels: pd.DataFrame) -> pd.Series:
-    """A job step's device time share by category, % (for the before/after lines)."""
-    step = kernels[kernels["scope"] == "step"]
-    total = step["device_ms"].sum()
-    return (step.groupby("category")["device_ms"].sum() / total * 100) if total else pd.Series(dtype=float)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import pandas as pd
 
@@ -21,13 +22,19 @@ from sweeper.reporting.load import AggregateError, load_sweep
 HISTORY_SWEEPS = 7  # earlier complete sweeps whose spread counts as a job's noise
 
 
+def _summary(sweep: Path) -> dict | str:
+    """A sweep folder's summary.json, or why it cannot be read."""
+    try:
+        return json.loads((Path(sweep) / "summary.json").read_text())
+    except (OSError, ValueError) as e:
+        return f"its summary.json cannot be read ({e})"
+
+
 def sweep_state(sweep: Path) -> tuple[bool, str]:
     """(complete, why not) from a sweep folder's summary.json."""
-    path = Path(sweep) / "summary.json"
-    try:
-        summary = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        return False, f"its summary.json cannot be read ({e})"
+    summary = _summary(sweep)
+    if isinstance(summary, str):
+        return False, summary
     if not summary.get("complete"):
         return False, "it is still running or was interrupted"
     cancelled = (summary.get("counts") or {}).get("cancelled", 0)
@@ -37,10 +44,8 @@ def sweep_state(sweep: Path) -> tuple[bool, str]:
 
 
 def started_at(sweep: Path) -> str:
-    try:
-        return json.loads((Path(sweep) / "summary.json").read_text()).get("started_at") or ""
-    except (OSError, ValueError):
-        return ""
+    summary = _summary(sweep)
+    return "" if isinstance(summary, str) else summary.get("started_at") or ""
 
 
 def complete_sweeps_under(outputs: Path, depth: int = 2) -> tuple[list[Path], list[str]]:
@@ -77,10 +82,8 @@ def grid(sweep: Path) -> frozenset:
     """The sweep's jobs as their overrides (summary.json): two sweeps of one grid have the
     same. Read from the summary alone, so that finding the earlier sweep of a grid at the
     end of every sweep does not read every record beside it."""
-    try:
-        jobs = json.loads((Path(sweep) / "summary.json").read_text()).get("jobs") or []
-    except (OSError, ValueError):
-        return frozenset()
+    summary = _summary(sweep)
+    jobs = [] if isinstance(summary, str) else summary.get("jobs") or []
     return frozenset(tuple(sorted(j.get("overrides") or [])) for j in jobs)
 
 
@@ -97,15 +100,15 @@ def earlier_sweep(new: Path, same_grid: bool = False) -> tuple[Path | None, list
 
 
 def history_noise(history: list[SweepTables], gpu_of: dict[str, str | None],
-                  column: str = "step") -> dict[str, float | None]:
-    """key -> the spread of the job's `column` over `history` (ok runs on the same GPU
-    model only), as regression.history_noise_pct; "step": the wall time compared
-    (regression.wall_ms)."""
+                  value: Callable[[pd.Series], float] = rg.wall_ms) -> dict[str, float | None]:
+    """key -> the spread of a figure of the job (`value` of its jobs-table row; default:
+    the wall time compared) over `history` (ok runs on the same GPU model only), as
+    regression.history_noise_pct."""
     values: dict[str, list[float]] = {}
     for t in history:
         for _, r in t.jobs[t.jobs["status"] == "ok"].iterrows():
             if r["gpu"] == gpu_of.get(r["key"]) or (pd.isna(r["gpu"]) and gpu_of.get(r["key"]) is None):
-                values.setdefault(r["key"], []).append(rg.wall_ms(r) if column == "step" else r[column])
+                values.setdefault(r["key"], []).append(value(r))
     return {k: rg.history_noise_pct(v) for k, v in values.items()}
 
 
@@ -141,10 +144,15 @@ def job_detail(old: SweepTables, new: SweepTables, key: str, threshold_pct: floa
         row = rows.iloc[0]
         return row, t.kernels[t.kernels["job"] == row["job"]]
 
+    def shares(row: pd.Series) -> pd.Series:  # the jobs table's share_<category> columns
+        cols = [c for c in row.index if c.startswith(tables.JOB_SHARE_PREFIX)]
+        s = pd.Series({c[len(tables.JOB_SHARE_PREFIX):]: row[c] for c in cols}, dtype=float)
+        return s[s > 0]
+
     (r_old, k_old), (r_new, k_new) = one(old), one(new)
     figures = {c: (r_old.get(c), r_new.get(c)) for c in ("compile_s", "peak_memory_mb", "busy_pct", "nvml_util_pct")}
     return JobDetail(r_new["label"], rg.kernel_diff(k_old, k_new, threshold_pct),
-                     rg.category_shares(k_old), rg.category_shares(k_new), figures)
+                     shares(r_old), shares(r_new), figures)
 
 
 def compare_sweeps(new: Path, old: Path, threshold_pct: float = rg.DEFAULT_THRESHOLD_PCT,
@@ -164,7 +172,7 @@ def compare_sweeps(new: Path, old: Path, threshold_pct: float = rg.DEFAULT_THRES
     gpu_of = dict(zip(t_new.jobs["key"], t_new.jobs["gpu"].where(t_new.jobs["gpu"].notna(), None)))
     enough = len(history) >= rg.HISTORY_MIN
     noise = history_noise(history, gpu_of) if enough else {}
-    device_noise = history_noise(history, gpu_of, "device_ms") if enough else {}
+    device_noise = history_noise(history, gpu_of, lambda r: r["device_ms"]) if enough else {}
     table = rg.compare_jobs(t_old.jobs, t_new.jobs, threshold_pct, noise, device_noise)
     table["label"] = table["key"].map(tables.distinct_labels(
         {k: (k, lab) for k, lab in zip(table["key"], table["label"])}))

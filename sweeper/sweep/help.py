@@ -50,7 +50,7 @@ def _comments(cls) -> dict[str, str]:
         if name in names and ":" in text:
             inline = text.split("#", 1)[1].strip() if "#" in text else ""
             out[name] = inline or " ".join(above)
-        above = [] if not text.startswith("#") else above
+        above = []
     return out
 
 
