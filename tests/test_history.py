@@ -203,15 +203,18 @@ SMALL = ["mode=inference", "image_size=64", "batch_size=8", "measure.timed_steps
 
 
 @pytest.mark.slow
-def test_three_nights_on_a_two_node_cluster_flag_nothing_and_a_slower_copy_is_flagged(tmp_path, monkeypatch):
+def test_three_nights_on_a_two_node_cluster_are_compared_and_a_slower_copy_is_flagged(tmp_path, monkeypatch):
     """The recipe of docs/running.md ("Nightly on a cluster"): the nightly preset run
     against a cluster's address (a head node and a worker node, here on one machine), the
     history in one folder, and the compare after it with --fail-on-regression.
 
-    The threshold is 25%, not the default 5%: on this 2-core machine whole runs of one
-    CPU job drifted up to 16% from the run before (timed steps and steady loop alike),
-    more than each run's own spread shows (docs/findings.md, "Comparing sweeps"); a
-    nightly on such a machine sets its threshold above that."""
+    Whether identical CPU nights flag nothing is a timing claim, not asserted here: on a
+    2-core machine whole runs of one CPU job drifted 16% (this machine) to 31% (the CI
+    machine) from the run before, more than each run's own spread shows (docs/findings.md,
+    "Comparing sweeps"). That identical runs flag nothing is asserted on the H200 nights
+    (test_h200_nights_identical_runs_flag_nothing_...). Here every verdict of the real
+    nights must follow from its own printed figures, and a copy slowed by 1.5x must be
+    flagged, with its kernels."""
     from ray.cluster_utils import Cluster
 
     # One compute thread a job: with two, a step waits for the slower thread, and any Ray
@@ -236,8 +239,17 @@ def test_three_nights_on_a_two_node_cluster_flag_nothing_and_a_slower_copy_is_fl
         recs = [json.loads(p.read_text()) for p in (nights / f"night{n}").glob("*/result.json")]
         assert len(recs) == 2 and all(r["job"]["ray_node_id"] != head for r in recs)
     for n in (1, 2):
-        proc = history("compare", nights / f"night{n}", "--fail-on-regression", "--threshold", "25")
-        assert proc.returncode == 0 and "0 of 2 jobs flagged" in proc.stdout, proc.stdout + proc.stderr
+        out = tmp_path / f"cmp{n}"
+        proc = history("compare", nights / f"night{n}", "--fail-on-regression", "--threshold", "25", "--out", out)
+        assert f"against {nights / f'night{n - 1}'}" in proc.stdout, proc.stdout + proc.stderr
+        table = pd.read_csv(out / "compare_jobs.csv")
+        assert len(table) == 2 and set(table["verdict"]) <= {"slower", "faster", "unchanged", "within noise"}
+        for _, row in table.iterrows():  # a CPU job's step time decides alone (docs/method.md)
+            change, noise = abs(row["step_change_pct"]), row["noise_pct"]
+            beyond = change >= 25 and (pd.isna(noise) or change > noise)
+            assert (row["verdict"] in ("slower", "faster")) == beyond, row.to_dict()
+        flagged = int(table["verdict"].isin(["slower", "faster"]).sum())
+        assert f"{flagged} of 2 jobs flagged" in proc.stdout and proc.returncode == (1 if flagged else 0), proc.stdout
     page = (nights / "night2" / "report.html").read_text()
     assert "Compared with night1" in page and "id='comparison'" in page
 
