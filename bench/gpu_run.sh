@@ -24,6 +24,11 @@
 #          with the one before (python -m sweeper.history compare --fail-on-regression),
 #          then a fourth with bench/gpu_load.py's matmul loop on every GPU, compared with
 #          --kernels; results: bench/results/nightly/.
+#   headline  the mission's command as a user types it (python -m sweeper
+#          model=mixnet_l,densenet121 autotune=on,off) on every GPU, from a cold start (no
+#          autotune store, fresh caches), then the same command again, each after its dry
+#          run; bench/headline.py and a history compare of the two; results:
+#          bench/results/headline/.
 # A run longer than one sitting can go to the background:
 #     S=/tmp/gpu setsid bash bench/gpu_run.sh busy > /tmp/gpu.log 2>&1 &
 set -u
@@ -156,10 +161,30 @@ nightly() {
   done
 }
 
+headline() {
+  local cmd=(model=mixnet_l,densenet121 autotune=on,off)
+  rm -rf ~/.cache/sweeper/autotune outputs  # a cold start: nothing tuned or run before
+  for run in first second; do
+    python3 -m sweeper "${cmd[@]}" dry_run=true > "$S/${run}_dry_run.log" 2>&1
+    local t0=$(date +%s)
+    python3 -m sweeper "${cmd[@]}" > "$S/$run.log" 2>&1
+    log "$run rc=$? wall_s=$(( $(date +%s) - t0 ))"
+    ls -d outputs/*/* > "$S/sweeps.txt"
+    rsync -a --exclude=traces --exclude=modules --exclude=cache outputs "$S/" 2>/dev/null || cp -r outputs "$S/"
+    bundle
+  done
+  python3 bench/headline.py $(cat "$S/sweeps.txt") > "$S/headline.md" 2>&1
+  log "headline.py rc=$?"
+  python3 -m sweeper.history compare $(tac "$S/sweeps.txt") --kernels all --out "$S/compare" > "$S/compare.md" 2>&1
+  log "compare rc=$?"
+  find "$S/outputs" -name traces -o -name modules | xargs rm -rf
+  bundle
+}
+
 machine_info
 log "start ${1:-}"
 case "${1:-}" in
-  fidelity|microbench|scaling|launch_speed|busy|nightly) "$1" ;;
-  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly" >&2; exit 2 ;;
+  fidelity|microbench|scaling|launch_speed|busy|nightly|headline) "$1" ;;
+  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline" >&2; exit 2 ;;
 esac
 log ALLDONE

@@ -1,23 +1,28 @@
-"""A node's store of max-autotune results, shared by the jobs that run there
-(config key `autotune_store`; on in the nightly preset).
+"""The sweep's store of max-autotune results: every job's new timings go back to the
+driver with its results, and seed every autotune=on job that starts after it, in this
+sweep and in later ones (config key `autotune_store`, a folder on the driver's machine).
 
 Inductor keeps the timings of every max-autotune choice (template configs against
 cuBLAS/cuDNN, per op and input shapes) in one JSON file, `<inductor cache>/cache/<system
 hash>` (torch/_inductor/codecache.py: PersistentCache). When that file already has every
 choice of an op, Inductor neither precompiles nor benchmarks them again
-(select_algorithm.py: make_precompile_fn, do_autotuning). Jobs keep private caches (no
-shared temp paths), so the store is copied in and out around the compile:
+(select_algorithm.py: make_precompile_fn, do_autotuning). Jobs keep private caches, and on
+a Ray cluster nodes share no disk, so the entries travel through the driver:
 
-- seed(), before torch loads: the store's file for each system is merged into the job's
-  own cache, so a job pays only for the shapes no earlier job has tuned;
-- publish(), after the compile: the job's entries are merged into the store, under a lock
-  and written atomically, so concurrent jobs on one node never lose each other's entries
-  and a killed job never leaves half a file.
+- driver, before a job starts: load() reads the store for the job's torch version, and the
+  launcher puts it in the job's spec (`autotune_seed`);
+- job, before torch loads: seed_job() merges those entries into the job's own cache, so a
+  job pays only for the shapes no earlier job has tuned;
+- job, after its compile: write_job_entries() leaves the job's entries in its folder
+  (autotune_entries.json), which comes back with the record;
+- driver, when the job's result arrives: absorb() merges them into the store, under a lock
+  and written atomically, so two sweeps on one machine never lose each other's entries
+  and a killed driver never leaves half a file.
 
-Jobs that run at the same time do not see each other's new entries until one publishes.
-The system hash covers the GPU name and the CUDA and Triton versions, so one store can
-serve several kinds of machine. Only template autotuning is shared; a Triton kernel's
-own config choice (its `.best_config` file) stays per job.
+Keys: a folder per torch version (`torch-2.11.0+cu130`), in it a file per Inductor system
+hash, which covers the GPU's name and the CUDA and Triton versions; nothing is reused
+across them. Only template autotuning is shared; a Triton kernel's own config choice
+(its `.best_config` file) stays per job.
 """
 
 from __future__ import annotations
@@ -32,6 +37,14 @@ from sweeper.record import atomic_write_text
 
 class StoreError(Exception):
     pass
+
+
+OFF = (None, "", "off", "none", "null", "false", False)
+
+
+def enabled(value) -> bool:
+    """The config's `autotune_store`: a folder, or off (null, off, none, false)."""
+    return (value.lower() if isinstance(value, str) else value) not in OFF
 
 
 def count_entries(cache: dict) -> int:
@@ -89,50 +102,82 @@ def _job_files(inductor_cache: Path) -> Path:
     return inductor_cache / "cache"
 
 
-def seed(store: Path, inductor_cache: Path) -> dict:
-    """Copy the store's entries into the job's Inductor cache. A store file that cannot be
-    read is set aside (renamed *.corrupt) with a note, never a failed job."""
-    store, out = Path(store).expanduser(), _job_files(inductor_cache)
-    notes, seeded = [], 0
-    if not store.is_dir():
-        return {"store": str(store), "seeded_entries": 0, "notes": ["store is empty (no folder yet)"]}
-    for f in sorted(store.glob("*.json")):
-        system = f.stem
-        with _locked(store, system):
+ENTRIES_FILE = "autotune_entries.json"  # in the job folder: the job's timings, back to the driver
+
+
+def torch_folder(store: Path, torch_version: str) -> Path:
+    return Path(store).expanduser() / f"torch-{torch_version}"
+
+
+def load(store: Path, torch_version: str) -> dict:
+    """Driver: the store's entries for one torch version, as a job's `autotune_seed`. A
+    store file that cannot be read is set aside (renamed *.corrupt) with a note, never a
+    failed sweep."""
+    folder = torch_folder(store, torch_version)
+    systems, notes = {}, []
+    for f in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        with _locked(folder, f.stem):
             try:
                 doc = _read(f)
             except StoreError as e:
                 notes.append(_set_aside(f, e))
                 continue
-        if not doc.get("cache"):
-            continue
-        target = out / system
-        out.mkdir(parents=True, exist_ok=True)
+        if doc.get("cache"):
+            systems[f.stem] = doc
+    return {"store": str(folder), "torch": torch_version, "systems": systems, "notes": notes}
+
+
+def seed_job(seed: dict, inductor_cache: Path, torch_version: str) -> dict:
+    """Job: merge the driver's entries into this job's own Inductor cache (before torch
+    compiles anything). Entries of another torch version are not used."""
+    out = {"store": seed.get("store"), "seeded_entries": 0, "notes": list(seed.get("notes", []))}
+    if seed.get("torch") != torch_version:
+        out["notes"].append(f"store entries are for torch {seed.get('torch')}, this job runs {torch_version}: not used")
+        return out
+    files = _job_files(inductor_cache)
+    for system, doc in seed.get("systems", {}).items():
+        files.mkdir(parents=True, exist_ok=True)
+        target = files / system
         mine = _read(target) if target.exists() else {"system": doc.get("system"), "cache": {}}
         merge_entries(mine["cache"], doc["cache"])
         _write_atomic(target, mine)
-        seeded += count_entries(doc["cache"])
-    return {"store": str(store), "seeded_entries": seeded, "notes": notes}
+        out["seeded_entries"] += count_entries(doc["cache"])
+    return out
 
 
-def publish(store: Path, inductor_cache: Path) -> dict:
-    """Merge the job's entries into the store; returns the counts for the job's record."""
-    store, src = Path(store).expanduser(), _job_files(inductor_cache)
-    new = total = 0
-    if src.is_dir():
-        store.mkdir(parents=True, exist_ok=True)
-        for f in sorted(p for p in src.iterdir() if p.is_file() and not p.name.startswith(".")):
-            doc = _read(f)
-            if not doc.get("cache"):
-                continue
-            target = store / f"{f.name}.json"
-            with _locked(store, f.name):
-                try:
-                    shared = _read(target) or {"system": doc.get("system"), "cache": {}}
-                except StoreError as e:
-                    _set_aside(target, e)
-                    shared = {"system": doc.get("system"), "cache": {}}
-                new += merge_entries(shared["cache"], doc["cache"])
-                _write_atomic(target, shared)
-            total += count_entries(doc["cache"])
-    return {"job_entries": total, "new_in_store": new}
+def write_job_entries(job_dir: Path, inductor_cache: Path, torch_version: str) -> int:
+    """Job: its cache's timings (seeded ones included) into job_dir/ENTRIES_FILE, for the
+    driver; returns how many there are."""
+    src, systems = _job_files(inductor_cache), {}
+    for f in sorted(p for p in src.iterdir() if p.is_file() and not p.name.startswith(".")) if src.is_dir() else []:
+        doc = _read(f)
+        if doc.get("cache"):
+            systems[f.name] = doc
+    if systems:
+        _write_atomic(Path(job_dir) / ENTRIES_FILE, {"torch": torch_version, "systems": systems})
+    return sum(count_entries(d["cache"]) for d in systems.values())
+
+
+def absorb(store: Path, job_dir: Path) -> int | None:
+    """Driver: merge a finished job's entries (job_dir/ENTRIES_FILE, then removed: the store
+    holds them) into the store; returns how many were new there, None when the job left
+    none. A corrupt store file is set aside and started afresh."""
+    path = Path(job_dir) / ENTRIES_FILE
+    if not path.is_file():
+        return None
+    entries = _read(path)
+    folder = torch_folder(store, str(entries.get("torch")))
+    folder.mkdir(parents=True, exist_ok=True)
+    new = 0
+    for system, doc in entries.get("systems", {}).items():
+        target = folder / f"{system}.json"
+        with _locked(folder, system):
+            try:
+                shared = _read(target) or {"system": doc.get("system"), "cache": {}}
+            except StoreError as e:
+                _set_aside(target, e)
+                shared = {"system": doc.get("system"), "cache": {}}
+            new += merge_entries(shared["cache"], doc["cache"])
+            _write_atomic(target, shared)
+    path.unlink()
+    return new

@@ -65,6 +65,7 @@ class JobContext:
     real_inputs: object = None  # tasks.capture.InputCapture
     modules: list[ModuleRun] = field(default_factory=list)
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    autotune_seed: dict | None = None  # the driver's store entries for this job (tasks/autotune_store.py)
 
     @property
     def measure(self) -> dict:
@@ -166,9 +167,10 @@ def eager(ctx: JobContext) -> None:
     ctx.timings["eager_peak_memory_mb"] = peak_memory_mb(ctx.device)
 
 
-def _autotune_store(ctx: JobContext) -> Path | None:
-    store = ctx.cfg["autotune_store"] if ctx.cfg["autotune"] else None
-    return Path(store) if store else None
+def _shares_autotuning(ctx: JobContext) -> bool:
+    from tasks import autotune_store
+
+    return bool(ctx.cfg["autotune"]) and autotune_store.enabled(ctx.cfg["autotune_store"])
 
 
 def compile_step(ctx: JobContext) -> None:
@@ -178,12 +180,13 @@ def compile_step(ctx: JobContext) -> None:
     from tasks.capture import ModuleCapture
     from tasks.timing import synchronize
 
-    store = _autotune_store(ctx)
-    if store:  # max-autotune results of earlier jobs on this node (tasks/autotune_store.py)
+    if _shares_autotuning(ctx):  # max-autotune results of earlier jobs, from the driver (tasks/autotune_store.py)
         from tasks import autotune_store
 
-        ctx.timings["autotune_store"] = autotune_store.seed(store, Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]))
-        say(f"autotune store {store}: {ctx.timings['autotune_store']['seeded_entries']} timed choices from earlier jobs")
+        seed = ctx.autotune_seed or {"notes": ["no store entries came with the job (not started by the launcher)"]}
+        got = autotune_store.seed_job(seed, Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]), torch.__version__)
+        ctx.timings["autotune_store"] = got
+        say(f"autotune store {got['store']}: {got['seeded_entries']} timed choices from earlier jobs")
     inductor.reset_dynamo()
     mode = ctx.record["config"]["compile_mode"]
     compiled = torch.compile(ctx.workload.forward_fn(), mode=None if mode == "default" else mode)
@@ -214,11 +217,13 @@ def warmup(ctx: JobContext) -> None:
     synchronize(ctx.device)
     ctx.timings["warmup_s"] = round(time.time() - t0, 3)
     ctx.stack.close()  # the module capture ends with the warm-up: the backward compiles at the first step
-    store = _autotune_store(ctx)
-    if store:  # every autotuning is done by now
+    if _shares_autotuning(ctx):  # every autotuning is done by now: the entries go back to the driver
+        import torch
+
         from tasks import autotune_store
 
-        ctx.timings["autotune_store"].update(autotune_store.publish(store, Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])))
+        ctx.timings["autotune_store"]["job_entries"] = autotune_store.write_job_entries(
+            ctx.job_dir, Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]), torch.__version__)
     if not ctx.capture.modules:
         raise RuntimeError("no compiled module was captured: Inductor produced no wrapper code")
     with InputCapture(ctx.capture.modules) as real_inputs:

@@ -7,6 +7,13 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _own_autotune_store(tmp_path_factory):
+    """Sweeps run by the tests keep their autotune store apart from the user's
+    (~/.cache/sweeper/autotune, conf/config.yaml); a test that needs its own sets its own."""
+    os.environ["SWEEPER_AUTOTUNE_STORE"] = str(tmp_path_factory.mktemp("autotune_store"))
 H200 = FIXTURES / "h200"  # captured on the GPU machine: see tests/fixtures/README.md
 
 

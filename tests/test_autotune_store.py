@@ -1,4 +1,4 @@
-"""The node's max-autotune store (tasks/autotune_store.py) with real Inductor processes:
+"""The autotune store (tasks/autotune_store.py) with real Inductor processes:
 on a CPU, max-autotune of a frozen Linear benchmarks C++ GEMM templates against MKL and
 records the timings in the same PersistentCache file as on a GPU."""
 
@@ -23,64 +23,111 @@ with torch.no_grad():
 """
 
 
-def compile_in(cache: Path, store: Path) -> tuple[dict, str]:
-    """One job's life around its compile: seed, compile in a fresh process, publish."""
-    seeded = st.seed(store, cache)
+TORCH = "2.11.0+test"  # a torch version as the driver names the store's folder
+
+
+def compile_in(cache: Path, store: Path, job_dir: Path) -> tuple[dict, str]:
+    """One job's round trip: the driver loads the store into the job's spec, the job seeds
+    its cache from it, compiles in a fresh process, leaves its entries in its folder, and
+    the driver absorbs them into the store."""
+    job_dir.mkdir(parents=True)
+    seeded = st.seed_job(st.load(store, TORCH), cache, TORCH)
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache), TORCHINDUCTOR_FREEZING="1",
                TORCHINDUCTOR_FX_GRAPH_CACHE="0")  # the graph must really compile (and autotune)
     proc = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return {**seeded, **st.publish(store, cache)}, proc.stdout + proc.stderr
+    job_entries = st.write_job_entries(job_dir, cache, TORCH)
+    return {**seeded, "job_entries": job_entries, "new_in_store": st.absorb(store, job_dir)}, proc.stdout + proc.stderr
 
 
 @pytest.mark.slow
 def test_second_job_reuses_the_first_jobs_autotuning(tmp_path):
     store = tmp_path / "store"
-    first, log1 = compile_in(tmp_path / "job0", store)
+    first, log1 = compile_in(tmp_path / "cache0", store, tmp_path / "job0")
     assert "AUTOTUNE benchmarking" in log1  # the first job really autotuned
     assert first["seeded_entries"] == 0 and first["job_entries"] >= 2 and first["new_in_store"] == first["job_entries"]
-    (shared,) = store.glob("*.json")
+    (shared,) = (store / f"torch-{TORCH}").glob("*.json")
     assert st.count_entries(json.loads(shared.read_text())["cache"]) == first["job_entries"]
+    assert not (tmp_path / "job0" / st.ENTRIES_FILE).exists()  # absorbed: the store holds them
 
-    second, log2 = compile_in(tmp_path / "job1", store)
+    second, log2 = compile_in(tmp_path / "cache1", store, tmp_path / "job1")
     # every choice was in the store: Inductor neither precompiled nor benchmarked again
     assert second["seeded_entries"] == first["job_entries"]
     assert "AUTOTUNE benchmarking" not in log2
     assert second["new_in_store"] == 0
 
 
-def _publish_one(store: str, cache: str, op: str) -> None:
-    d = Path(cache) / "cache"
-    d.mkdir(parents=True)
-    for i in range(50):  # many rounds, so that the two writers overlap
-        doc = {"system": {"hash": "h"}, "cache": {op: {f"inputs{i}": {"highest": {"choiceA": 0.1 * i}}}}}
-        (d / "h").write_text(json.dumps(doc))
-        st.publish(Path(store), Path(cache))
+def entries(job_dir: Path, torch_version: str, system: str, op: str, n: int) -> None:
+    doc = {"system": {"hash": system}, "cache": {op: {f"inputs{i}": {"highest": {"choiceA": 0.1 * i}}
+                                                      for i in range(n)}}}
+    job_dir.mkdir(parents=True, exist_ok=True)
+    (job_dir / st.ENTRIES_FILE).write_text(json.dumps({"torch": torch_version, "systems": {system: doc}}))
 
 
-def test_concurrent_publishers_lose_nothing(tmp_path):
+def test_store_is_keyed_by_torch_version_and_system(tmp_path):
     store = tmp_path / "store"
-    procs = [multiprocessing.get_context("spawn").Process(target=_publish_one, args=(str(store), str(tmp_path / op), op))
+    entries(tmp_path / "a", "2.11.0", "h200hash", "mm", 3)
+    entries(tmp_path / "b", "2.11.0", "a100hash", "mm", 2)  # another GPU model or CUDA/Triton: another hash
+    entries(tmp_path / "c", "2.12.0", "h200hash", "mm", 5)
+    assert [st.absorb(store, tmp_path / d) for d in "abc"] == [3, 2, 5]
+    assert sorted(p.relative_to(store).as_posix() for p in store.rglob("*.json")) == [
+        "torch-2.11.0/a100hash.json", "torch-2.11.0/h200hash.json", "torch-2.12.0/h200hash.json"]
+    seed = st.load(store, "2.11.0")
+    assert sorted(seed["systems"]) == ["a100hash", "h200hash"]
+    # the job seeds every system of its torch: Inductor reads only its own system's file
+    got = st.seed_job(seed, tmp_path / "cache", "2.11.0")
+    assert got["seeded_entries"] == 5 and sorted(p.name for p in (tmp_path / "cache" / "cache").iterdir()) == [
+        "a100hash", "h200hash"]
+    # entries of another torch are never used, and the record says why
+    other = st.seed_job(seed, tmp_path / "cache2", "2.12.0")
+    assert other["seeded_entries"] == 0 and "not used" in other["notes"][0]
+    assert not (tmp_path / "cache2").exists()
+    # a new torch starts cold
+    assert st.load(store, "2.13.0")["systems"] == {}
+
+
+def test_store_off_values():
+    assert not any(st.enabled(v) for v in (None, "", "off", "OFF", "none", "null", "false", False))
+    assert st.enabled("~/.cache/sweeper/autotune") and st.enabled("/data/store")
+
+
+def _absorb_many(store: str, root: str, op: str) -> None:
+    for i in range(50):  # many rounds, so that the two writers overlap
+        entries(Path(root) / f"{op}{i}", "2.11.0", "h", op, i + 1)
+        st.absorb(Path(store), Path(root) / f"{op}{i}")
+
+
+def test_concurrent_drivers_lose_nothing(tmp_path):
+    """Two sweeps on one machine share the store: neither loses the other's entries."""
+    store = tmp_path / "store"
+    procs = [multiprocessing.get_context("spawn").Process(target=_absorb_many, args=(str(store), str(tmp_path), op))
              for op in ("mm", "convolution")]
     for p in procs:
         p.start()
     for p in procs:
         p.join(60)
         assert p.exitcode == 0
-    cache = json.loads((store / "h.json").read_text())["cache"]
+    folder = store / "torch-2.11.0"
+    cache = json.loads((folder / "h.json").read_text())["cache"]
     assert sorted(cache) == ["convolution", "mm"]
     assert st.count_entries(cache) == 100
-    assert not list(store.glob(".*.tmp"))  # atomic writes leave no temporary behind
+    assert not list(folder.glob(".*.tmp"))  # atomic writes leave no temporary behind
 
 
 def test_corrupt_store_file_is_set_aside_not_fatal(tmp_path):
-    store = tmp_path / "store"
-    store.mkdir()
-    (store / "h.json").write_text('{"system": {}, "cache": {"mm": ')  # truncated
-    out = st.seed(store, tmp_path / "job")
-    assert out["seeded_entries"] == 0
-    assert "h.json" in out["notes"][0] and "h.corrupt" in out["notes"][0]
-    assert (store / "h.corrupt").exists() and not (store / "h.json").exists()
+    folder = tmp_path / "store" / "torch-2.11.0"
+    folder.mkdir(parents=True)
+    (folder / "h.json").write_text('{"system": {}, "cache": {"mm": ')  # truncated
+    seed = st.load(tmp_path / "store", "2.11.0")
+    assert seed["systems"] == {} and "h.json" in seed["notes"][0] and "h.corrupt" in seed["notes"][0]
+    assert (folder / "h.corrupt").exists() and not (folder / "h.json").exists()
+    got = st.seed_job(seed, tmp_path / "cache", "2.11.0")
+    assert got["seeded_entries"] == 0 and got["notes"] == seed["notes"]  # the job's record says so
+    # a corrupt file met when absorbing is set aside too, and the job's entries start it afresh
+    (folder / "h.json").write_text("not json")
+    entries(tmp_path / "job", "2.11.0", "h", "mm", 4)
+    assert st.absorb(tmp_path / "store", tmp_path / "job") == 4
+    assert st.count_entries(json.loads((folder / "h.json").read_text())["cache"]) == 4
 
 
 def test_merge_counts_only_new_choices_and_keeps_the_later_timing():
@@ -89,3 +136,41 @@ def test_merge_counts_only_new_choices_and_keeps_the_later_timing():
     assert st.merge_entries(into, new) == 2
     assert into["mm"]["k"]["highest"] == {"a": 1.0, "b": 3.0, "c": 4.0}
     assert st.count_entries(into) == 4
+
+
+@pytest.mark.slow
+def test_round_trip_through_the_driver_on_a_two_node_cluster(tmp_path):
+    """Two jobs of the same shapes with max-autotune on a two-node Ray cluster (workers on
+    the node without the driver): the second waits for the first although a slot is free,
+    leaves with the first's timings, and autotunes nothing again."""
+    from ray.cluster_utils import Cluster
+
+    from sweeper.record import read_record
+
+    store = tmp_path / "store"
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster.add_node(num_cpus=4)  # two jobs of 2 CPUs fit on the worker node at once
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "sweeper", "model=test_resnet", "seed=0,1", "autotune=on", "amp=off",
+             "mode=inference", "image_size=32", "batch_size=8", "+inductor.freezing=true", "measure.timed_steps=2",
+             "measure.warmup_steps=1", "measure.profile_steps=1", "measure.module_rounds=2",
+             "measure.module_calls_per_round=1", "measure.module_profile_calls=1", "measure.eager=false",
+             "measure.steady_loop_s=0", f"autotune_store={store}", f"hydra.launcher.address={cluster.address}",
+             "hydra.launcher.num_cpus_per_job=2", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+            cwd=ROOT, capture_output=True, text=True, timeout=900)
+        head = cluster.head_node.node_id
+    finally:
+        cluster.shutdown()
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    first, second = (read_record(tmp_path / "sweep" / n) for n in ("0", "1"))
+    assert first["job"]["ray_node_id"] != head and second["job"]["ray_node_id"] != head
+    assert second["job"]["started_at"] >= first["job"]["finished_at"]  # it waited for the first
+    a, b = first["timings"]["autotune_store"], second["timings"]["autotune_store"]
+    assert a["seeded_entries"] == 0 and a["job_entries"] >= 1 and a["new_in_store"] == a["job_entries"]
+    assert b["seeded_entries"] == a["job_entries"] and b["new_in_store"] == 0
+    logs = [(tmp_path / "sweep" / n / "job.log").read_text() for n in ("0", "1")]
+    assert "AUTOTUNE benchmarking" in logs[0] and "AUTOTUNE benchmarking" not in logs[1]
+    (kept,) = store.glob("torch-*/*.json")  # the driver's store, on the driver's machine
+    assert st.count_entries(json.loads(kept.read_text())["cache"]) == a["job_entries"]
+    assert not list((tmp_path / "sweep").glob(f"*/{st.ENTRIES_FILE}"))  # absorbed into the store

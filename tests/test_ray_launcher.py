@@ -89,6 +89,23 @@ def test_four_job_sweep_on_ray(four_jobs):
 
 
 @pytest.mark.slow
+def test_dry_run_expects_the_time_the_same_jobs_took_before(four_jobs, tmp_path):
+    d, _, args, proc = four_jobs
+    assert proc.returncode == 0
+    took = {read_record(j["dir"])["job"]["duration_s"] for j in summary(d)["jobs"]}
+    # a sweep folder beside the finished one: outputs/<date>/<time> against outputs/<date>/<other time>
+    again = subprocess.run([sys.executable, "-m", "sweeper", *args[1:], "model=test_resnet,test_vit,test_efficientnet",
+                            "dry_run=true", f"hydra.sweep.dir={d.parent / 'again'}"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    line = next(x for x in again.stdout.splitlines() if x.startswith("expected duration"))
+    minutes = sum(took) / 60  # one CPU job at a time here
+    assert f"about {minutes:.0f} min with 1 at a time" in line and "4 of 6 jobs on a CPU" in line, line
+    listed = [x.split()[0] for x in again.stdout.splitlines() if "model=test_efficientnet" in x]
+    assert f"no earlier record: {', '.join(listed)}" in line
+
+
+@pytest.mark.slow
 def test_resume_skips_finished_jobs(four_jobs):
     d, _, args, _ = four_jobs
     t0 = time.time()

@@ -146,8 +146,8 @@ def test_nightly_preset_names_a_grid_and_a_stable_folder(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "sweeper", "+sweep=nightly", "dry_run=true"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "dry run: 6 jobs into" in proc.stdout and "/outputs/nightly/" in proc.stdout
-    assert "#5 model=resnet50 cudagraphs=on" in proc.stdout
+    assert "dry run: 12 jobs into" in proc.stdout and "/outputs/nightly/" in proc.stdout
+    assert "#11 model=resnet50 cudagraphs=on autotune=off" in proc.stdout and "expected duration:" in proc.stdout
 
 
 def test_figures_show_every_bar_with_headroom_keys_inside_and_titles_that_match(tmp_path, monkeypatch):

@@ -27,6 +27,7 @@ resume; progress; summary); Ray's own mechanics in _ray.py.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -38,8 +39,10 @@ from hydra_plugins.sweeper_ray._config import with_defaults
 from hydra_plugins.sweeper_ray._ray import (collect, init_ray, job_resources, record_without_worker, run_in_worker,
                                              scratch_key)
 from sweeper.sweep import summary as sm
-from sweeper.sweep.control import (Job, check_jobs, confirm, discard_unused_sweep_dir, dry_run, expected_cost,
-                                   lock_sweep, make_jobs, reusable, save_hydra_files, sigterm_as_interrupt)
+from sweeper.sweep import autotune_sharing
+from sweeper.sweep.control import (Job, check_jobs, confirm, discard_unused_sweep_dir, dry_run, lock_sweep, make_jobs,
+                                   reusable, save_hydra_files, sigterm_as_interrupt)
+from sweeper.sweep.order import JobQueue, shape_group
 from sweeper.sweep.progress import Progress
 from sweeper.sweep.validate import SweepConfigError, check_output_dir, stop_on_problem
 
@@ -55,6 +58,7 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
     try:
         jobs = _checked_jobs(launcher, conf, job_overrides, initial_job_idx)
         if dry_run(jobs, sweep_dir):
+            print(expected_time(conf, jobs, sweep_dir, slots=local_slots(conf, jobs))[0])
             return []
         stop_on_problem(check_output_dir, sweep_dir)
         lock_sweep(sweep_dir)  # held until this process ends
@@ -88,8 +92,13 @@ def _checked_jobs(launcher, conf: dict, job_overrides, initial_job_idx: int) -> 
 
 
 class RaySweep:
-    """One sweep's jobs on Ray: finished ones kept, the rest submitted longest first,
-    collected as they end, summary.json rewritten after each; Ctrl-C cancels the rest."""
+    """One sweep's jobs on Ray: finished ones kept, the rest started as GPUs free up, in
+    the order of sweeper/sweep/order.py (longest first; a group's first autotune=on job
+    before the others of its shapes), collected as they end, summary.json rewritten after
+    each; Ctrl-C cancels the rest.
+
+    Jobs are submitted one free slot at a time rather than all at once, so that each job
+    leaves with the autotune store as it is when the job starts (autotune_sharing.py)."""
 
     def __init__(self, conf: dict, jobs: list[Job], sweep_dir: Path) -> None:
         self.conf, self.jobs, self.sweep_dir = conf, jobs, sweep_dir
@@ -97,6 +106,8 @@ class RaySweep:
         self.entries: dict[int, dict] = {}
         self.records: dict[int, dict] = {}
         self.pending: dict = {}  # Ray object ref -> Job
+        self.queue: JobQueue | None = None  # jobs not submitted yet
+        self.remote = None
         self.submitted_at: dict[int, float] = {}
         self.slots = 1
         self.scratch_root = Path(conf["scratch_dir"]) / scratch_key(sweep_dir)  # on each node
@@ -105,7 +116,10 @@ class RaySweep:
         to_run = self.keep_finished()
         if to_run:  # nothing to run (a finished sweep resumed): no Ray at all
             self.submit(to_run)
-        progress = Progress(len(self.jobs), len(self.jobs) - len(to_run))
+        line, expected_s = expected_time(self.conf, to_run, self.sweep_dir, self.slots) if to_run else ("", None)
+        if line:
+            log.info(line)
+        progress = Progress(len(self.jobs), len(self.jobs) - len(to_run), expected_s=expected_s)
         self.write_summary()
         progress.start()
         try:
@@ -142,14 +156,26 @@ class RaySweep:
                                     total.get("CPU", 1) / res["num_cpus"] if res["num_cpus"] else 1e9)))
         log.info(f"Launching {len(to_run)} jobs on Ray ({len(self.jobs) - len(to_run)} kept from an earlier run), "
                  f"{res['num_gpus']} GPU and {res['num_cpus']} CPU each, up to {self.slots} at a time")
-        remote = ray.remote(max_calls=1)(run_in_worker).options(
+        self.remote = ray.remote(max_calls=1)(run_in_worker).options(
             max_retries=int(conf["max_retries_on_node_loss"]), **res)
-        for job in sorted(to_run, key=expected_cost, reverse=True):  # Ray starts them in this order
+        tuned = {shape_group(j.spec["config"]) for j in self.jobs  # kept from an earlier run: their timings are in the store
+                 if j.num in self.records and autotune_sharing.shares(j.spec["config"])}
+        self.queue = JobQueue(to_run, config=lambda j: j.spec["config"], num=lambda j: j.num,
+                              shares=autotune_sharing.shares, tuned=tuned)
+        self.fill()
+
+    def fill(self) -> None:
+        """Submit queued jobs while slots are free (Ray would queue more, but they would
+        leave without the store entries of the jobs running now)."""
+        while self.queue and len(self.pending) < self.slots:
+            job = self.queue.next()
+            if job is None:  # the rest wait for their group's first autotune=on job
+                return
             save_hydra_files(job)
             log.info(f"\t#{job.num} : {job.name}")
             timeout = job.spec["config"]["timeout_s"] or None
-            ref = remote.remote(job.spec, str(self.scratch_root / job.job_dir.name), timeout,
-                                str(conf["compile_threads"]))
+            ref = self.remote.remote(autotune_sharing.with_seed(job.spec), str(self.scratch_root / job.job_dir.name),
+                                     timeout, str(self.conf["compile_threads"]))
             self.pending[ref] = job
             self.submitted_at[job.num] = time.time()
 
@@ -162,8 +188,11 @@ class RaySweep:
                 job = self.pending.pop(ref)
                 took = time.time() - self.submitted_at[job.num]
                 record = collect(ref, job, took, self.scratch_root / job.job_dir.name)
+                record = autotune_sharing.bring_back(job.spec, job.job_dir, record)
                 self.finished(job, record)
-                progress.finished(record["status"], took)
+                self.queue.done(job)
+                self.fill()
+                progress.finished(record["status"], took, self.slots)
                 self.write_summary()
             progress.show(min(len(self.pending), self.slots), self.slots)
         progress.show(0, self.slots)
@@ -174,12 +203,13 @@ class RaySweep:
 
     def write_summary(self) -> None:
         sm.write_summary(self.sweep_dir, list(self.entries.values()), self.started, self.command,
-                         done=not self.pending)
+                         done=not self.pending and not self.queue)
 
     def cancel_pending(self) -> None:
         import ray
 
-        print(f"\n[sweep] interrupted: cancelling {len(self.pending)} running or queued jobs; finished results are kept",
+        print(f"\n[sweep] interrupted: cancelling {len(self.pending)} running and {len(self.queue or [])} queued jobs; "
+              "finished results are kept",
               flush=True)
         for ref, job in list(self.pending.items()):
             ray.cancel(ref, force=True)
@@ -187,31 +217,70 @@ class RaySweep:
                                            time.time() - self.submitted_at[job.num],
                                            self.scratch_root / job.job_dir.name, status="cancelled")
             self.finished(job, record)
+        for job in self.queue or []:  # never submitted
+            save_hydra_files(job)
+            self.finished(job, record_without_worker(job, "cancelled (Ctrl-C or SIGTERM) before it started", 0.0,
+                                                     self.scratch_root / job.job_dir.name, status="cancelled"))
         sm.write_summary(self.sweep_dir, list(self.entries.values()), self.started, self.command, done=False)
 
 
-def local_gpus(conf: dict, jobs: list[Job]) -> int | None:
-    """The GPUs an embedded Ray would have, counted before it starts (NVML, no torch import),
-    when a job asks for device=cuda: so that a dry run and a real run refuse alike. None on a
-    cluster (Ray counts its GPUs once joined) or when no job asks for CUDA."""
-    import os
+def expected_time(conf: dict, jobs: list[Job], sweep_dir: Path, slots: int) -> tuple[str, float | None]:
+    """The sweep's expected duration from earlier sweeps' records (sweeper/sweep/estimate.py):
+    a line to print, and the seconds (None when no job has a record)."""
+    from sweeper.sweep import estimate
 
+    outputs = sweep_dir.parent.parent  # outputs/DATE/TIME, outputs/nightly/DATE: all under outputs/
+    on_cluster = bool(conf["address"] or os.environ.get("RAY_ADDRESS"))
+    gpu = None if on_cluster else (local_gpu_name(jobs) or "")  # "": this machine's CPU
+    keys = [estimate.job_identity(j.overrides) for j in jobs]
+    durations, read = estimate.earlier_durations(outputs, set(keys), gpu)
+    line = estimate.describe(keys, [f"#{j.num}" for j in jobs], durations, slots, gpu, outputs, read)
+    known = [durations[k] for k in keys if k in durations]
+    return line, (estimate.sweep_seconds(known, slots) if known else None)
+
+
+def nvml_gpus() -> tuple[int | None, str | None]:
+    """(GPUs on this machine, the first one's model as records name it), read by NVML
+    without importing torch: (None, None) when pynvml is missing, (0, None) with no driver."""
+    try:
+        import pynvml
+    except ImportError:
+        return None, None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:  # no NVIDIA driver: no GPU a job could use
+        return 0, None
+    try:
+        count = pynvml.nvmlDeviceGetCount()
+        name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(0)) if count else None
+        return count, (name.decode() if isinstance(name, bytes) else name)
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def local_gpu_name(jobs: list[Job]) -> str | None:
+    """The GPU model this machine's jobs run on; None for CPU jobs."""
+    return None if all(j.spec["config"]["device"] == "cpu" for j in jobs) else nvml_gpus()[1]
+
+
+def local_slots(conf: dict, jobs: list[Job]) -> int:
+    """How many jobs an embedded Ray runs at a time here (one a GPU; one on a CPU): for the
+    dry run's estimate, before Ray starts."""
+    if all(j.spec["config"]["device"] == "cpu" for j in jobs):
+        return 1
+    return max(1, nvml_gpus()[0] or 1)
+
+
+def local_gpus(conf: dict, jobs: list[Job]) -> int | None:
+    """The GPUs an embedded Ray would have, counted before it starts, when a job asks for
+    device=cuda: so that a dry run and a real run refuse alike. None on a cluster (Ray
+    counts its GPUs once joined), when no job asks for CUDA, or without pynvml (Ray's own
+    count decides once it has started)."""
     if conf["address"] or os.environ.get("RAY_ADDRESS"):
         return None
     if not any(j.spec["config"]["device"] == "cuda" for j in jobs):
         return None
-    try:
-        import pynvml
-    except ImportError:  # unknown here: Ray's own count decides once it has started
-        return None
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:  # no NVIDIA driver: no GPU a job could use
-        return 0
-    try:
-        return pynvml.nvmlDeviceGetCount()
-    finally:
-        pynvml.nvmlShutdown()
+    return nvml_gpus()[0]
 
 
 def check_launcher(conf: dict) -> None:

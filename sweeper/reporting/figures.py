@@ -229,11 +229,17 @@ def compile_figure(jobs: pd.DataFrame, out_dir: Path) -> Figure:
     ok = ok.sort_values("compile_s")
     fig, ax = plt.subplots(figsize=(9, 1.6 + 0.4 * len(ok)))
     colors = {False: "tab:blue", True: "tab:orange"}
-    ax.barh(range(len(ok)), ok["compile_s"], color=[colors[bool(a)] for a in ok["autotune"]])
+    # a max-autotune compile seeded from the autotune store skipped the tuning it found there:
+    # hatched, so that cold compiles are compared with cold ones
+    seeded = [bool(n) and n > 0 for n in ok.get("autotune_seeded", pd.Series(None, index=ok.index)).fillna(0)]
+    ax.barh(range(len(ok)), ok["compile_s"], color=[colors[bool(a)] for a in ok["autotune"]],
+            hatch=["//" if s else "" for s in seeded], edgecolor="white")
     ax.set_yticks(range(len(ok)), ok["label"])
     for tuned, name in ((False, "default"), (True, "max-autotune")):  # the key, for the colours used
         if (ok["autotune"].astype(bool) == tuned).any():
             ax.barh([0], [0], color=colors[tuned], label=name)
+    if any(seeded):
+        ax.barh([0], [0], color=colors[True], hatch="//", edgecolor="white", label="max-autotune, seeded from the store")
     ax.set_xlim(0, float(ok["compile_s"].max()) * 1.1)
     ax.set_xlabel("first compiled step, compile included (s)")
     ax.legend(fontsize=8, loc="lower right")  # the key inside the figure

@@ -80,10 +80,11 @@ class JobConfig:
     # Extra torch._inductor.config options set in the job before it compiles, e.g.
     # +inductor.autotune_in_subproc=true (sweeper/sweep/inductor_options.py). Part of the job's key.
     inductor: Dict[str, Any] = field(default_factory=dict)
-    # A folder where the jobs on one node share max-autotune results (tasks/autotune_store.py),
-    # so that jobs sharing shapes (CUDA graphs on and off, the same grid night after night)
-    # autotune once. None: each job autotunes on its own. The nightly preset sets it.
-    autotune_store: Optional[str] = None
+    # Where max-autotune results are kept on the driver's machine (tasks/autotune_store.py):
+    # each autotune=on job is seeded with the timings of every job before it, this sweep's
+    # and earlier sweeps' (same torch, Triton, CUDA and GPU model), and its new ones come
+    # back with its results. off: every job autotunes from cold and nothing is kept.
+    autotune_store: Optional[str] = "~/.cache/sweeper/autotune"
     # Seconds a job may run before it is killed and recorded as failed (0: no limit).
     # Max-autotune compiles of mid-size models take over 10 minutes on an H200.
     timeout_s: int = 3600

@@ -87,15 +87,6 @@ def dry_run(jobs: list[Job], sweep_dir: Path) -> bool:
     return True
 
 
-def expected_cost(job: Job) -> tuple:
-    """A rough rank of how long a job takes, to start the longest first: with more jobs
-    than GPUs, a long job started last leaves the other GPUs idle at the end. On the
-    H200, max-autotune compiles took 3 to 8 times as long as default ones
-    (docs/findings.md), and training steps longer than inference."""
-    cfg = job.spec["config"]
-    return (bool(cfg["autotune"]), cfg["mode"] == "training", -job.num)
-
-
 def confirm(n: int, cfg: dict) -> None:
     if not cfg:  # no job at all
         return

@@ -1,0 +1,81 @@
+"""The headline command's sweeps, measured: wall time, each job's phases and compile split,
+what dominates, and the later run against the first. On the GPU machine (bench/gpu_run.sh
+headline runs it):
+
+    python -m sweeper model=mixnet_l,densenet121 autotune=on,off     # twice
+    python bench/headline.py outputs/DATE/FIRST outputs/DATE/SECOND > headline.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from sweeper.record import read_record  # noqa: E402
+from sweeper.reporting.tables import job_label  # noqa: E402
+
+PHASES = ("setup", "build", "eager", "compile", "warmup", "timing", "steady_loop", "time_modules", "profile_step",
+          "profile_modules", "microbench")
+
+
+def one_sweep(sweep: Path) -> tuple[float, list[dict]]:
+    summary = json.loads((sweep / "summary.json").read_text())
+    recs = []
+    for job in summary["jobs"]:
+        try:
+            recs.append(read_record(Path(job["dir"]) if Path(job["dir"]).exists() else sweep / str(job["num"])))
+        except Exception as e:  # noqa: BLE001 - a job without a record is listed, not fatal
+            print(f"job {job['num']}: no record ({e})")
+    recs.sort(key=lambda r: r["job"].get("started_at") or "")
+    return float(summary["elapsed_s"]), recs
+
+
+def table(recs: list[dict]) -> list[str]:
+    out = ["| job (in the order they started) | status | GPU host | started | job s | "
+           + " | ".join(PHASES) + " | template autotuning s | template precompiling s | kernel autotuning s "
+           "| choices from the store | new in the store |",
+           "|---" * (7 + len(PHASES) + 4) + "|"]
+    for r in recs:
+        t = r.get("timings") or {}
+        phase, split, store = t.get("phase_s") or {}, t.get("compile_split_s") or {}, t.get("autotune_store") or {}
+        out.append(f"| {job_label(r['config'])} | {r['status']} | {r['job'].get('host')} "
+                   f"| {(r['job'].get('started_at') or '')[11:19]} | {r['job'].get('duration_s')} | "
+                   + " | ".join(str(phase.get(p, "–")) for p in PHASES)
+                   + f" | {split.get('template_autotuning_s')} | {split.get('template_precompiling_s')} "
+                     f"| {split.get('kernel_autotuning_s')} | {store.get('seeded_entries')} | {store.get('new_in_store')} |")
+    return out
+
+
+def dominant(recs: list[dict]) -> str:
+    """The longest job and its largest phases."""
+    longest = max(recs, key=lambda r: r["job"].get("duration_s") or 0)
+    phases = sorted((longest.get("timings") or {}).get("phase_s", {}).items(), key=lambda kv: -kv[1])[:3]
+    return (f"longest job: {job_label(longest['config'])}, {longest['job'].get('duration_s')} s; its largest "
+            f"phases: " + ", ".join(f"{k} {v:.0f} s" for k, v in phases))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("sweeps", nargs="+", type=Path, help="the first run, then later runs of the same command")
+    args = ap.parse_args()
+    walls = []
+    for sweep in args.sweeps:
+        wall, recs = one_sweep(sweep)
+        walls.append(wall)
+        print(f"## {sweep.name}: {wall:.0f} s wall ({wall / 60:.1f} min), "
+              f"{sum(r['status'] == 'ok' for r in recs)} of {len(recs)} jobs ok\n")
+        print("\n".join(table(recs)))
+        print(f"\n{dominant(recs)}")
+        one_gpu = sum(r["job"].get("duration_s") or 0 for r in recs)
+        print(f"\nthe jobs' own seconds added up (one GPU running them in turn, an estimate, not a run): "
+              f"{one_gpu:.0f} s; this run's wall time against it: {wall / one_gpu:.2f}\n")
+    for sweep, wall in zip(args.sweeps[1:], walls[1:]):
+        print(f"{sweep.name} against {args.sweeps[0].name}: {wall:.0f} s / {walls[0]:.0f} s = {wall / walls[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""How long a sweep should take, from earlier sweeps' records of the same jobs on the same
+GPU model (for the dry run and the live line before the first job ends).
+
+Jobs are matched by their overrides (the command line's keys that set the job, in any
+order), not by the record's configuration: a record holds what the job resolved (batch
+size, device, precision), which the dry run does not know without building the model.
+A job's expected seconds are its last complete sweep's duration_s; the sweep's are the
+jobs laid out longest first on the free slots (GPUs), as the launcher starts them. Jobs
+with no earlier record are named, never guessed. A max-autotune job's earlier duration
+already includes whatever the autotune store saved it then.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from pathlib import Path
+
+EARLIER_SWEEPS = 20  # newest first, at most this many sweep folders are read
+# keys that do not change what a job measures
+_NOT_THE_JOB = {"dry_run", "yes", "confirm_above", "timeout_s", "autotune_store", "cache_root"}
+
+
+def job_identity(overrides: list[str]) -> str:
+    """The job's overrides that say what it measures, sorted: the same job in any sweep."""
+    keep = [o for o in overrides if not o.startswith("hydra.")
+            and o.lstrip("+~").split("=", 1)[0] not in _NOT_THE_JOB]
+    return " ".join(sorted(keep))
+
+
+def earlier_durations(outputs: Path, keys: set[str], gpu: str | None) -> tuple[dict[str, float], int]:
+    """job identity -> seconds of its newest ok run on the GPU model `gpu` ("": on a CPU; None:
+    on any), from complete sweeps under `outputs`; and how many sweeps were read."""
+    from sweeper.reporting.sweeps import complete_sweeps_under, started_at
+
+    sweeps, _ = complete_sweeps_under(outputs, depth=2)
+    found: dict[str, float] = {}
+    read = 0
+    for sweep in sorted(sweeps, key=started_at, reverse=True)[:EARLIER_SWEEPS]:
+        read += 1
+        for path in sorted(sweep.glob("*/result.json")):
+            try:
+                rec = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            key = job_identity((rec.get("job") or {}).get("overrides") or [])
+            seconds = (rec.get("job") or {}).get("duration_s")
+            same_gpu = gpu is None or ((rec.get("environment") or {}).get("gpu") or "") == gpu
+            if key in keys and key not in found and rec.get("status") == "ok" and seconds and same_gpu:
+                found[key] = float(seconds)
+        if len(found) == len(keys):
+            break
+    return found, read
+
+
+def sweep_seconds(job_seconds: list[float], slots: int) -> float:
+    """Wall seconds of jobs started longest first on `slots` slots, each as one ends."""
+    ends = [0.0] * max(1, slots)
+    for s in sorted(job_seconds, reverse=True):
+        heapq.heappush(ends, heapq.heappop(ends) + s)
+    return max(ends)
+
+
+def describe(keys: list[str], labels: list[str], durations: dict[str, float], slots: int, gpu: str | None,
+             outputs: Path, read: int) -> str:
+    """The dry run's line on expected time."""
+    where = (f"on {gpu}" if gpu else "on a CPU" if gpu == "" else
+             "on any machine (a cluster's GPU model is known only once joined)")
+    if not durations:
+        return (f"expected duration: unknown, no earlier record of these jobs {where} in the {read} complete "
+                f"sweeps under {outputs}")
+    known = [durations[k] for k in keys if k in durations]
+    missing = [lab for k, lab in zip(keys, labels) if k not in durations]
+    line = (f"expected duration: about {sweep_seconds(known, slots) / 60:.0f} min with {slots} at a time, from "
+            f"earlier records of {len(known)} of {len(keys)} jobs {where} (under {outputs})")
+    if missing:
+        line += f"; not counted, no earlier record: {', '.join(missing)}"
+    return line

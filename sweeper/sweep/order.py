@@ -1,0 +1,72 @@
+"""The order a sweep's jobs start in (pure: job configs in, the next job out).
+
+Longest first: with more jobs than GPUs, a long job started last leaves the other GPUs
+idle at the end. When autotune=on jobs share max-autotune results (`autotune_store`),
+jobs with the same input shapes (model, mode, batch, image size, precision) autotune the
+same ops: one of them goes first, and the group's other autotune=on jobs wait until it
+has finished, so that they start with its timings instead of tuning the same shapes at
+the same time. Jobs that do not autotune fill the free GPUs meanwhile.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Generic, Hashable, TypeVar
+
+T = TypeVar("T")
+
+_SHAPE_KEYS = ("model", "mode", "batch_size", "image_size", "amp", "amp_dtype", "device")
+
+
+def shape_group(config: dict) -> tuple:
+    return tuple(str(config.get(k)) for k in _SHAPE_KEYS)
+
+
+def expected_cost(config: dict, num: int) -> tuple:
+    """A rough rank of how long a job takes: on the H200, max-autotune compiles took 3 to 8
+    times as long as default ones (docs/findings.md), and training steps longer than
+    inference; then the sweep's own order."""
+    return (bool(config["autotune"]), config["mode"] == "training", -num)
+
+
+class JobQueue(Generic[T]):
+    """Jobs not yet started; next() gives the one to start now, or None when every job
+    left waits for its group's first autotune=on job to finish (done())."""
+
+    def __init__(self, jobs: list[T], config: Callable[[T], dict], num: Callable[[T], int],
+                 shares: Callable[[dict], bool], tuned: set[Hashable] = frozenset()) -> None:
+        self._config, self._shares = config, shares
+        self._left = sorted(jobs, key=lambda j: expected_cost(config(j), num(j)), reverse=True)
+        self._leaders: dict[Hashable, T] = {}
+        for job in self._left:  # longest first: the first sharing job of a group leads it
+            group = shape_group(config(job))
+            if shares(config(job)) and group not in tuned and group not in self._leaders:
+                self._leaders[group] = job
+        self._waiting = set(self._leaders)  # groups whose leader has not finished
+
+    def __len__(self) -> int:
+        return len(self._left)
+
+    def __iter__(self):
+        return iter(list(self._left))
+
+    def _ready(self, job: T) -> bool:
+        group = shape_group(self._config(job))
+        return not (self._shares(self._config(job)) and group in self._waiting and self._leaders[group] is not job)
+
+    def next(self) -> T | None:
+        ready = [j for j in self._left if self._ready(j)]
+        leaders = [j for j in ready if j in self._leaders.values()]
+        pick = (leaders or ready or [None])[0]
+        if pick is not None:
+            self._left.remove(pick)
+        return pick
+
+    def done(self, job: T) -> None:
+        """A started job ended (ok or not): its group's other jobs may start."""
+        group = shape_group(self._config(job))
+        if self._leaders.get(group) is job:
+            self._waiting.discard(group)
+
+    def waiting(self) -> int:
+        """Jobs left that wait for their group's first job."""
+        return sum(1 for j in self._left if not self._ready(j))
