@@ -29,6 +29,9 @@
 #          autotune store, fresh caches), then the same command again, each after its dry
 #          run; bench/headline.py and a history compare of the two; results:
 #          bench/results/headline/.
+#   store_rerun  the same, for a smaller grid whose jobs share shapes (resnet18 batch 32
+#          inference, autotune on,off x CUDA graphs off,on): the store's round trip, the
+#          order, the second run seeded; results: bench/results/autotune_store/.
 # A run longer than one sitting can go to the background:
 #     S=/tmp/gpu setsid bash bench/gpu_run.sh busy > /tmp/gpu.log 2>&1 &
 set -u
@@ -161,30 +164,34 @@ nightly() {
   done
 }
 
-headline() {
-  local cmd=(model=mixnet_l,densenet121 autotune=on,off)
-  rm -rf ~/.cache/sweeper/autotune outputs  # a cold start: nothing tuned or run before
+# A command run twice as a user would: a cold start (no autotune store, no earlier sweep),
+# then again, each after its dry run; then bench/headline.py and a kernel compare of the two.
+twice() {
+  rm -rf ~/.cache/sweeper/autotune outputs  # nothing tuned or run before
   for run in first second; do
-    python3 -m sweeper "${cmd[@]}" dry_run=true > "$S/${run}_dry_run.log" 2>&1
+    python3 -m sweeper "$@" dry_run=true > "$S/${run}_dry_run.log" 2>&1
     local t0=$(date +%s)
-    python3 -m sweeper "${cmd[@]}" > "$S/$run.log" 2>&1
+    python3 -m sweeper "$@" > "$S/$run.log" 2>&1
     log "$run rc=$? wall_s=$(( $(date +%s) - t0 ))"
     ls -d outputs/*/* > "$S/sweeps.txt"
-    rsync -a --exclude=traces --exclude=modules --exclude=cache outputs "$S/" 2>/dev/null || cp -r outputs "$S/"
+    mkdir -p "$S/outputs" && cp -r outputs/. "$S/outputs/"
+    find "$S/outputs" \( -name traces -o -name modules \) -prune -exec rm -rf {} +
     bundle
   done
   python3 bench/headline.py $(cat "$S/sweeps.txt") > "$S/headline.md" 2>&1
   log "headline.py rc=$?"
   python3 -m sweeper.history compare $(tac "$S/sweeps.txt") --kernels all --out "$S/compare" > "$S/compare.md" 2>&1
   log "compare rc=$?"
-  find "$S/outputs" -name traces -o -name modules | xargs rm -rf
   bundle
 }
+
+headline() { twice model=mixnet_l,densenet121 autotune=on,off; }
+store_rerun() { twice model=resnet18 mode=inference batch_size=32 autotune=on,off cudagraphs=off,on; }
 
 machine_info
 log "start ${1:-}"
 case "${1:-}" in
-  fidelity|microbench|scaling|launch_speed|busy|nightly|headline) "$1" ;;
-  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline" >&2; exit 2 ;;
+  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|store_rerun) "$1" ;;
+  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|store_rerun" >&2; exit 2 ;;
 esac
 log ALLDONE
