@@ -180,7 +180,7 @@ twice() {
   done
   python3 bench/headline.py $(cat "$S/sweeps.txt") > "$S/headline.md" 2>&1
   log "headline.py rc=$?"
-  python3 -m sweeper.history compare $(tac "$S/sweeps.txt") --kernels all --out "$S/compare" > "$S/compare.md" 2>&1
+  python3 -m sweeper.history compare $(tac "$S/sweeps.txt") --kernels --out "$S/compare" > "$S/compare.md" 2>&1
   log "compare rc=$?"
   bundle
 }
