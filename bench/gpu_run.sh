@@ -29,6 +29,8 @@
 #          autotune store, fresh caches), then the same command again, each after its dry
 #          run; bench/headline.py and a history compare of the two; results:
 #          bench/results/headline/.
+#   builds  two Python environments of the machine's torch in one sweep (python=a,b), four
+#          models, then `history compare --between python`; results: bench/results/builds/.
 #   store_rerun  the same, for a smaller grid whose jobs share shapes (resnet18 batch 32
 #          inference, autotune on,off x CUDA graphs off,on): the store's round trip, the
 #          order, the second run seeded; results: bench/results/autotune_store/.
@@ -186,12 +188,26 @@ twice() {
 }
 
 headline() { twice model=mixnet_l,densenet121 autotune=on,off; }
+
+# Two Python environments of the machine's one torch (a second virtualenv that sees the
+# system's packages): one sweep pairing them on the same GPU, and the builds' compare.
+builds() {
+  python3 -m venv --system-site-packages "$S/env_b"
+  python3 -m sweeper model=resnet18,resnet50,convnext_tiny,vit_small_patch16_224 batch_size=32 mode=inference \
+    python=a,b +pythons.a="$(command -v python3)" +pythons.b="$S/env_b/bin/python" measure.microbench=false \
+    hydra.sweep.dir="$S/builds" > "$S/builds.log" 2>&1
+  log "builds sweep rc=$?"
+  python3 -m sweeper.history compare "$S/builds" --between python --kernels --top 5 > "$S/builds_compare.md" 2>&1
+  log "compare rc=$?"
+  find "$S/builds" \( -name traces -o -name modules \) -prune -exec rm -rf {} +
+  bundle
+}
 store_rerun() { twice model=resnet18 mode=inference batch_size=32 autotune=on,off cudagraphs=off,on; }
 
 machine_info
 log "start ${1:-}"
 case "${1:-}" in
-  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|store_rerun) "$1" ;;
-  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|store_rerun" >&2; exit 2 ;;
+  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|store_rerun|builds) "$1" ;;
+  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|store_rerun|builds" >&2; exit 2 ;;
 esac
 log ALLDONE

@@ -17,13 +17,13 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from sweeper.sweep import autotune_sharing, summary as sm
+from sweeper.sweep import autotune_sharing, pythons, summary as sm
 from sweeper.sweep.config import register
 from sweeper.sweep.control import job_spec, sigterm_as_interrupt
 from sweeper.sweep.show_config import sweep_configs, wants_config, without_multirun
 from sweeper.sweep.job_process import failed_record, progress_printer, run_job_process
 from sweeper.record import write_record
-from sweeper.sweep.validate import job_problems
+from sweeper.sweep.validate import SweepConfigError, job_problems
 
 register()
 
@@ -45,7 +45,7 @@ def run_one(cfg: DictConfig) -> str:
     num = int(hc.job.num) if hc.job.get("num") is not None else 0
     spec = job_spec(num, overrides, cfg)
     print(f"[job {num}] {' '.join(overrides) or 'defaults'} -> {job_dir}", flush=True)
-    problems = job_problems(spec["config"])
+    problems = job_problems(spec["config"]) + _python_problems(spec)
     if problems:  # the Ray launcher checks the whole sweep first; here each job alone
         record = failed_record(spec, job_dir, "; ".join(problems), 0.0)
         write_record(job_dir, record)
@@ -57,6 +57,20 @@ def run_one(cfg: DictConfig) -> str:
     _basic["jobs"].append(sm.job_entry(num, overrides, job_dir, record))
     sm.write_summary(job_dir.parent, _basic["jobs"], _basic["started"], sys.argv[1:], done=False)
     return record["status"]
+
+
+def _python_problems(spec: dict) -> list[str]:
+    """The job's interpreter (config key `python`) into its spec, checked first."""
+    try:
+        envs = pythons.environments([spec])
+    except SweepConfigError as e:
+        return [str(e)]
+    for name, exe in envs.items():
+        spec["python_executable"] = exe
+        problem = pythons.problem(name, pythons.probe(exe), need_triton=False)
+        if problem:
+            return [problem]
+    return []
 
 
 def main() -> None:

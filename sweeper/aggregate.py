@@ -17,7 +17,7 @@ from sweeper.reporting import figures as fg
 from sweeper.reporting import report, tables
 from sweeper.reporting.load import AggregateError, load_sweep
 from sweeper.reporting.notes import all_notes
-from sweeper.reporting.sweeps import earlier_comparison
+from sweeper.reporting.sweeps import compare_builds, earlier_comparison
 
 TABLES_DIR, FIGURES_DIR, REPORT_FILE = "tables", "figures", "report.html"
 
@@ -37,7 +37,8 @@ def aggregate(sweep_dir: Path) -> Path:
     figs = fg.all_figures(jobs, cats, bench, sweep_dir / FIGURES_DIR)
     notes = notes + all_notes(jobs)
     comparison, more = earlier_comparison(sweep_dir)
-    page = report.render(sweep_dir, summary, records, jobs, kernels, figs, notes + more, comparison)
+    builds = compare_builds(sweep_dir) if jobs["python"].nunique() > 1 else []
+    page = report.render(sweep_dir, summary, records, jobs, kernels, figs, notes + more, comparison, builds)
     path = sweep_dir / REPORT_FILE
     atomic_write_text(path, page)
     return path

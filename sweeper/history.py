@@ -1,6 +1,7 @@
 """Sweeps over time: what got slower since an earlier sweep, and trends.
 
     python -m sweeper.history compare NEW_SWEEP [OLD_SWEEP] [--kernels] [--fail-on-regression]
+    python -m sweeper.history compare SWEEP --between python     # builds side by side in one sweep
     python -m sweeper.history trend OUTPUTS_DIR [--last 10] [--out trend.png]
 
 The history is the complete sweep folders under a folder (any folder with a summary.json
@@ -35,7 +36,11 @@ is flagged slower or faster when its kernels' time changed, or its step time cha
 with its number of kernel launches; a step time that moved alone is the host's ("host",
 not flagged). On a CPU, the step time alone decides. Each row shows both changes, the noise each was held against, the verdict
 and why (docs/method.md, "Comparing sweeps"). New and gone jobs are listed apart.
-Flagged jobs get a kernel-level diff (--kernels: every job)."""
+Flagged jobs get a kernel-level diff (--kernels: every job).
+
+With --between python, one sweep that ran several Python environments (python=a,b) is
+compared with itself: the jobs of each later build against the same jobs of the first,
+each pair's noise its two runs' own, with a kernel-level diff for every pair."""
 
 TREND_HELP = """Draw each job's compiled step time over the last complete sweeps under OUTPUTS_DIR,
 by the date each sweep started."""
@@ -49,7 +54,11 @@ def compare_text(cmp: sw.Comparison, top: int = 10) -> str:
     t = cmp.jobs
     hist = (f"and the spread over the {cmp.history_sweeps} complete sweeps up to the old one"
             if cmp.history_sweeps >= 3 else "(fewer than 3 earlier complete sweeps: no history spread yet)")
-    lines = [f"# {cmp.new.path} against {cmp.old.path}",
+    if cmp.between:  # builds side by side in one sweep: no history between them
+        hist = "each pair's two runs in this sweep"
+    title = (f"# {cmp.new.path}: {cmp.between[0]}={cmp.between[2]} against {cmp.between[0]}={cmp.between[1]}"
+             if cmp.between else f"# {cmp.new.path} against {cmp.old.path}")
+    lines = [title,
              f"flagged: the kernels' time per step, or the step time with the launches per step, changed by at least "
              f"{cmp.threshold_pct:g}% beyond the noise of both runs: each run's own, {hist} (docs/method.md)",
              "", "| job | step ms old | step ms new | change % | noise ±% | kernel ms old | kernel ms new | change % "
@@ -153,6 +162,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--out", type=Path, help="also write compare_jobs.csv and compare_kernels.csv into this folder")
     c.add_argument("--fail-on-regression", action="store_true",
                    help="exit with code 1 when any job is flagged (slower, faster, or its status changed)")
+    c.add_argument("--between", choices=[sw.BUILD_KEY],
+                   help="compare the builds of one sweep (python=a,b) with each other, not two sweeps")
     t = sub.add_parser("trend", help="compiled step time over the last sweeps", description=TREND_HELP)
     t.add_argument("outputs", type=Path, help="the folder holding the sweeps (e.g. outputs/nightly)")
     t.add_argument("--last", type=int, default=10, help="how many complete sweeps (default %(default)s)")
@@ -173,6 +184,8 @@ def main(argv: list[str]) -> int:
 
 def _compare(args) -> int:
     new = args.new.resolve()
+    if args.between:
+        return _compare_builds(args, new)
     old = args.old
     if old is None:
         old, notes = sw.earlier_sweep(new)
@@ -187,6 +200,29 @@ def _compare(args) -> int:
         for path in write_compare(cmp, args.out):
             print(f"wrote {path}")
     return 1 if args.fail_on_regression and len(cmp.flagged) else 0
+
+
+def _compare_builds(args, sweep: Path) -> int:
+    if args.old is not None:
+        print("sweeper.history: --between compares the builds within one sweep: give one sweep folder", file=sys.stderr)
+        return 2
+    ok, why = sw.sweep_state(sweep)
+    if not ok:
+        print(f"sweeper.history: {sweep} is not a complete sweep ({why})", file=sys.stderr)
+        return 2
+    comparisons = sw.compare_builds(sweep, args.threshold)
+    if not comparisons:
+        print(f"sweeper.history: {sweep} ran one Python environment only; --between {args.between} needs a sweep "
+              f"with {args.between}=a,b", file=sys.stderr)
+        return 2
+    flagged = 0
+    for cmp in comparisons:
+        print(compare_text(cmp, args.top) + "\n")
+        flagged += len(cmp.flagged)
+        if args.out:
+            for path in write_compare(cmp, args.out / f"{cmp.between[2]}_vs_{cmp.between[1]}"):
+                print(f"wrote {path}")
+    return 1 if args.fail_on_regression and flagged else 0
 
 
 def _trend(args) -> int:

@@ -7,6 +7,7 @@ import os
 import platform
 import socket
 import subprocess
+import sys
 
 import torch
 
@@ -36,6 +37,7 @@ def describe(device: str) -> dict:
         "triton": triton_version,
         "timm": timm.__version__,
         "python": platform.python_version(),
+        "python_executable": sys.executable,  # the environment the job ran in (config key `python`)
         "cuda": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
         "host": socket.gethostname(),

@@ -66,3 +66,28 @@ def test_no_waiting_without_a_store_or_when_an_earlier_run_tuned_the_group():
 
     tuned = {shape_group(config(9, "resnet50", True))}  # kept from an earlier run of this sweep folder
     assert len(started(queue([config(0, "resnet50", True), config(1, "resnet50", True, True)], tuned), 2)) == 2
+
+
+def test_builds_compared_run_one_after_the_other_a_then_b():
+    # python=a,b x seed=0,1 on one GPU: A, B, A, B; the second build starts right after the first
+    jobs = []
+    for n, (seed, py) in enumerate([(0, "a"), (0, "b"), (1, "a"), (1, "b")]):
+        cfg = dict(config(n, "resnet50", False), python=py, seed=seed)
+        del cfg["num"]  # a job's config holds no job number
+        jobs.append((n, cfg))
+
+    def pairs_queue():
+        return JobQueue(jobs, config=lambda j: j[1], num=lambda j: j[0], shares=shares)
+
+    q, order = pairs_queue(), []
+    while len(q):
+        job = q.next()
+        order.append((job[1]["seed"], job[1]["python"]))
+        q.done(job)
+    assert order == [(0, "a"), (0, "b"), (1, "a"), (1, "b")]
+    # on two GPUs: both first builds at once, each second build only once its first has ended
+    q = pairs_queue()
+    a0, a1 = q.next(), q.next()
+    assert (a0[1]["python"], a1[1]["python"]) == ("a", "a") and q.next() is None
+    q.done(a1)
+    assert q.next() is jobs[3]  # seed 1's b, on the GPU seed 1's a left

@@ -39,7 +39,7 @@ from hydra_plugins.sweeper_ray._config import with_defaults
 from hydra_plugins.sweeper_ray._ray import (collect, init_ray, job_resources, record_without_worker, run_in_worker,
                                              scratch_key)
 from sweeper.sweep import summary as sm
-from sweeper.sweep import autotune_sharing
+from sweeper.sweep import autotune_sharing, pythons
 from sweeper.sweep.control import (Job, check_jobs, confirm, discard_unused_sweep_dir, dry_run, lock_sweep, make_jobs,
                                    reusable, save_hydra_files, sigterm_as_interrupt)
 from sweeper.sweep.order import JobQueue, shape_group
@@ -88,7 +88,29 @@ def _checked_jobs(launcher, conf: dict, job_overrides, initial_job_idx: int) -> 
     jobs = make_jobs(launcher, job_overrides, initial_job_idx)
     check_jobs(jobs, gpus_available=local_gpus(conf, jobs))
     stop_on_problem(check_launcher, conf)
+    stop_on_problem(check_pythons, conf, jobs)
     return jobs
+
+
+def check_pythons(conf: dict, jobs: list[Job]) -> None:
+    """Each job's interpreter (config key `python`) into its spec; every environment named
+    is checked here before any job starts, or, on a cluster, on its nodes once joined
+    (RaySweep.submit)."""
+    envs = pythons.environments([j.spec for j in jobs])
+    for job in jobs:
+        name = job.spec["config"].get("python")
+        if name:
+            job.spec["python_executable"] = envs[str(name)]
+    if not envs or conf["address"] or os.environ.get("RAY_ADDRESS"):
+        if envs:
+            print(f"python environments {', '.join(envs)}: checked on the cluster's nodes once joined", flush=True)
+        return
+    gpu_jobs = any(j.spec["config"]["device"] != "cpu" for j in jobs) and bool(nvml_gpus()[0])
+    infos, problems = pythons.check_here(envs, need_triton=gpu_jobs)
+    if problems:
+        raise SweepConfigError("; ".join(problems) + "; no job was run")
+    for name, info in infos.items():
+        print(pythons.describe(name, info), flush=True)
 
 
 class RaySweep:
@@ -156,6 +178,15 @@ class RaySweep:
                                     total.get("CPU", 1) / res["num_cpus"] if res["num_cpus"] else 1e9)))
         log.info(f"Launching {len(to_run)} jobs on Ray ({len(self.jobs) - len(to_run)} kept from an earlier run), "
                  f"{res['num_gpus']} GPU and {res['num_cpus']} CPU each, up to {self.slots} at a time")
+        envs = pythons.environments([j.spec for j in to_run])
+        if envs and (conf["address"] or os.environ.get("RAY_ADDRESS")):  # checked where the jobs will run
+            gpu_jobs = bool(total.get("GPU")) and any(j.spec["config"]["device"] != "cpu" for j in to_run)
+            infos, problems = pythons.check_on_nodes(envs, need_triton=gpu_jobs)
+            if problems:
+                print("sweeper: " + "; ".join(problems) + "; no job was run", file=sys.stderr, flush=True)
+                raise SystemExit(2)
+            for name, info in infos.items():
+                log.info(pythons.describe(name, info))
         self.remote = ray.remote(max_calls=1)(run_in_worker).options(
             max_retries=int(conf["max_retries_on_node_loss"]), **res)
         tuned = {shape_group(j.spec["config"]) for j in self.jobs  # kept from an earlier run: their timings are in the store

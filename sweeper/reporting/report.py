@@ -59,14 +59,16 @@ def _link(path: str | None, sweep_dir: Path, text: str) -> str:
 
 
 def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.DataFrame,
-           kernels: pd.DataFrame, figures: list[Figure], notes: list[str], comparison=None) -> str:
-    """The page: header, notes, jobs, the comparison with an earlier sweep of the same grid
+           kernels: pd.DataFrame, figures: list[Figure], notes: list[str], comparison=None, builds=()) -> str:
+    """The page: header, notes, jobs, the builds compared within the sweep (python=a,b:
+    sweeps.compare_builds), the comparison with an earlier sweep of the same grid
     (sweeper/reporting/sweeps.Comparison, when there is one), failed jobs, figures,
     costliest kernels, re-runs."""
     entries = {j["num"]: j for j in summary.get("jobs", [])}
     out = _header(sweep_dir, summary, records, jobs)
     out += [f"<p class='note'>Note: {_e(note)}</p>" for note in notes]
     out += _jobs_section(sweep_dir, records, jobs, entries)
+    out += _builds_section(builds, records, jobs) if builds else []
     out += _compared_section(comparison) if comparison is not None else []
     out += _failed_section(records, jobs, entries)
     out += _figures_section(figures)
@@ -123,15 +125,45 @@ def _jobs_section(sweep_dir: Path, records: dict[int, dict], jobs: pd.DataFrame,
     return out
 
 
-def _compared_section(cmp) -> list[str]:
-    """Each job against the same job of the earlier sweep: the change of its compiled step,
-    the noise it was held against, the verdict; a kernel-level diff for each flagged job."""
+def _builds_section(builds, records: dict[int, dict], jobs: pd.DataFrame) -> list[str]:
+    """The environments the jobs ran in, then each later build against the first."""
+    key = builds[0].between[0]
+    out = [f"<h2 id='builds'>Builds compared ({_e(key)})</h2>",
+           "<p>The same jobs under each Python environment, run in this sweep one after the other on the same "
+           "GPUs (A, B, A, B), so that a drift of the machine hits both builds alike.</p>",
+           "<table id='build-environments'><tr><th>" + _e(key) + "</th><th>interpreter</th><th>torch</th>"
+           "<th>triton</th><th>timm</th><th>jobs</th></tr>"]
+    for value, group in jobs.groupby(key, sort=False):
+        env = next(((records.get(n) or {}).get("environment") or {} for n in group["job"]
+                    if (records.get(n) or {}).get("environment")), {})
+        out.append(f"<tr><td>{_e(value)}</td><td><code>{_e(env.get('python_executable'))}</code></td>"
+                   f"<td>{_e(env.get('torch'))}</td><td>{_e(env.get('triton'))}</td><td>{_e(env.get('timm'))}</td>"
+                   f"<td class='num'>{len(group)}</td></tr>")
+    out.append("</table>")
+    for cmp in builds:
+        _, old, new = cmp.between
+        out += _compared_section(cmp, heading=f"{key}={new} against {key}={old}",
+                                 intro=f"Each job under {key}={new} against the same job under {key}={old}, "
+                                       f"each pair's noise its two runs' own. {_rule(cmp)} (docs/method.md, "
+                                       f"\"Comparing sweeps\"). {len(cmp.flagged)} of "
+                                       f"{int((cmp.jobs['status_old'].notna() & cmp.jobs['status_new'].notna()).sum())} "
+                                       "pairs flagged.", level=3, table_id="build-comparison")
+    return out
+
+
+def _compared_section(cmp, heading: str | None = None, intro: str | None = None, level: int = 2,
+                      table_id: str = "comparison") -> list[str]:
+    """Each job against the same job of the earlier sweep (or of the other build): the
+    change of its compiled step, the noise it was held against, the verdict; a
+    kernel-level diff for each flagged job (for builds: for each pair)."""
     t = cmp.jobs
-    out = [f"<h2 id='compared'>Compared with {_e(cmp.old.path.name)}</h2>",
-           f"<p>Against <code>{_e(cmp.old.path)}</code> (started {_e(cmp.old.started_at)}). {_e(_rule(cmp))} "
-           f"(docs/method.md, \"Comparing sweeps\"); {cmp.history_sweeps} complete sweeps of history. "
-           f"{len(cmp.flagged)} of {int(t['status_old'].notna().sum())} jobs flagged.</p>",
-           "<table id='comparison'><tr><th>job</th><th>step ms before → now</th><th>change %</th><th>noise ±%</th>"
+    intro = intro or (f"Against <code>{_e(cmp.old.path)}</code> (started {_e(cmp.old.started_at)}). {_e(_rule(cmp))} "
+                      f"(docs/method.md, \"Comparing sweeps\"); {cmp.history_sweeps} complete sweeps of history. "
+                      f"{len(cmp.flagged)} of {int(t['status_old'].notna().sum())} jobs flagged.")
+    out = [f"<h{level} id='{'compared' if table_id == 'comparison' else 'builds-' + _e(cmp.between[2])}'>"
+           f"{_e(heading or 'Compared with ' + cmp.old.path.name)}</h{level}>",
+           f"<p>{intro if heading is None else _e(intro)}</p>",
+           f"<table id='{table_id}'><tr><th>job</th><th>step ms before → now</th><th>change %</th><th>noise ±%</th>"
            "<th>kernel ms before → now</th><th>change %</th><th>noise ±%</th><th>verdict</th><th>why</th>"
            "<th>busy % before → now</th></tr>"]
     for _, r in t.iterrows():

@@ -130,6 +130,8 @@ class Comparison:
     jobs: pd.DataFrame  # regression.compare_jobs
     history_sweeps: int
     details: dict[str, JobDetail] = field(default_factory=dict)  # key -> detail
+    # builds in one sweep (compare_builds): ("python", old value, new value); None: two sweeps
+    between: tuple | None = None
 
     @property
     def flagged(self) -> pd.DataFrame:
@@ -202,3 +204,35 @@ def earlier_comparison(sweep: Path) -> tuple[Comparison | None, list[str]]:
         return (compare_sweeps(sweep, old) if old else None), []
     except AggregateError as e:
         return None, [f"no comparison with an earlier sweep: {e}"]
+
+
+BUILD_KEY = "python"  # the config key whose values are builds compared within one sweep
+
+
+def _one_build(t: SweepTables, value: str) -> SweepTables:
+    """The jobs of one build, keyed and labelled without it, so that the builds pair up."""
+    part = f"{BUILD_KEY}={value}"
+    jobs = t.jobs[t.jobs[BUILD_KEY] == value].copy()
+    jobs["key"] = [",".join(p for p in k.split(",") if p != part) for k in jobs["key"]]
+    jobs["label"] = [" ".join(w for w in lab.split(" ") if w != part) for lab in jobs["label"]]
+    return SweepTables(t.path, jobs, t.kernels[t.kernels["job"].isin(jobs["job"])], t.started_at)
+
+
+def compare_builds(sweep: Path, threshold_pct: float = rg.DEFAULT_THRESHOLD_PCT) -> list[Comparison]:
+    """Within one sweep, the jobs of each later value of `python` against the same jobs of
+    the first (in the sweep's order): the nightly compare between builds that ran side by
+    side, each pair's noise its two runs' own. Every pair gets a kernel-level diff."""
+    t = sweep_tables(sweep)
+    values = [v for v in dict.fromkeys(t.jobs[BUILD_KEY]) if isinstance(v, str) and v]
+    if len(values) < 2:
+        return []
+    base = _one_build(t, values[0])
+    out = []
+    for value in values[1:]:
+        other = _one_build(t, value)
+        table = rg.compare_jobs(base.jobs, other.jobs, threshold_pct)
+        cmp = Comparison(base, other, threshold_pct, table, 0, between=(BUILD_KEY, values[0], value))
+        both = table[table["status_old"].notna() & table["status_new"].notna()]
+        cmp.details = {k: job_detail(base, other, k, threshold_pct) for k in both["key"]}
+        out.append(cmp)
+    return out

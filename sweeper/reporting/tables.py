@@ -32,6 +32,7 @@ JOB_COLUMNS: dict[str, str] = {
     "cudagraphs": "CUDA graphs on",
     "autotune": "Inductor max-autotune on",
     "device": "cuda or cpu",
+    "python": "the job's Python environment (config key python: a name or an interpreter path); none: the driver's",
     "compile_mode": "torch.compile mode the variant maps to",
     "status": "ok, failed, skipped or cancelled",
     "reason": "why the job failed or was skipped",
@@ -121,6 +122,8 @@ def job_label(cfg: dict) -> str:
     if cfg.get("autotune"):
         parts.append("autotune")
     parts += [f"{k}={v}" for k, v in flatten(cfg.get("inductor")).items()]
+    if cfg.get("python"):
+        parts.append(f"python={cfg['python']}")
     return " ".join(parts)
 
 
@@ -128,6 +131,8 @@ def job_key(cfg: dict) -> str:
     """The configuration that identifies a job across sweeps (not its number or folder)."""
     keys = ("model", "mode", "batch_size", "image_size", "amp", "amp_dtype", "cudagraphs", "autotune", "device")
     extra = [f"inductor.{k}={v}" for k, v in sorted(flatten(cfg.get("inductor")).items())]
+    if cfg.get("python"):  # only when set: keys of sweeps before the key existed stay the same
+        extra.append(f"python={cfg['python']}")
     return ",".join([f"{k}={cfg.get(k)}" for k in keys] + extra)
 
 
@@ -171,7 +176,7 @@ def jobs_table(records: list[Record]) -> pd.DataFrame:
             "label": names[job_num(rec)],
             "key": job_key(cfg),
             **{k: cfg.get(k) for k in ("model", "mode", "batch_size", "image_size", "amp", "amp_dtype",
-                                       "cudagraphs", "autotune", "device", "compile_mode")},
+                                       "cudagraphs", "autotune", "device", "python", "compile_mode")},
             "status": rec.get("status"),
             "reason": rec.get("reason"),
             "phase": rec.get("phase"),

@@ -85,6 +85,12 @@ class JobConfig:
     # and earlier sweeps' (same torch, Triton, CUDA and GPU model), and its new ones come
     # back with its results. off: every job autotunes from cold and nothing is kept.
     autotune_store: Optional[str] = "~/.cache/sweeper/autotune"
+    # The Python environment the job runs in: a name from `pythons`, or an interpreter path.
+    # None: the driver's own. Several (python=stable,nightly) compare builds in one sweep:
+    # the report pairs the jobs that differ only in it (sweeper/sweep/pythons.py).
+    python: Optional[str] = None
+    # Names for interpreters, defined once: +pythons.nightly=/opt/nightly/bin/python.
+    pythons: Dict[str, str] = field(default_factory=dict)
     # Seconds a job may run before it is killed and recorded as failed (0: no limit).
     # Max-autotune compiles of mid-size models take over 10 minutes on an H200.
     timeout_s: int = 3600

@@ -18,13 +18,13 @@ from pathlib import Path
 
 EARLIER_SWEEPS = 20  # newest first, at most this many sweep folders are read
 # keys that do not change what a job measures
-_NOT_THE_JOB = {"dry_run", "yes", "confirm_above", "timeout_s", "autotune_store", "cache_root"}
+_NOT_THE_JOB = {"dry_run", "yes", "confirm_above", "timeout_s", "autotune_store", "cache_root", "pythons"}
 
 
 def job_identity(overrides: list[str]) -> str:
     """The job's overrides that say what it measures, sorted: the same job in any sweep."""
     keep = [o for o in overrides if not o.startswith("hydra.")
-            and o.lstrip("+~").split("=", 1)[0] not in _NOT_THE_JOB]
+            and o.lstrip("+~").split("=", 1)[0].split(".")[0] not in _NOT_THE_JOB]
     return " ".join(sorted(keep))
 
 

@@ -66,8 +66,9 @@ def run_job_process(
     timeout_s: float | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict:
-    """Run `python -m tasks.job job_dir`, relay its phase lines to `progress`, and return
-    its result record (written by the job, or here when the process did not write one)."""
+    """Run `python -m tasks.job job_dir` (under the job's own interpreter when its spec
+    names one: config key `python`), relay its phase lines to `progress`, and return its
+    result record (written by the job, or here when the process did not write one)."""
     job_dir.mkdir(parents=True, exist_ok=True)
     (job_dir / "job.json").write_text(json.dumps(spec, indent=1, default=str))
     stale = job_dir / "result.json"
@@ -81,7 +82,7 @@ def run_job_process(
     with open(log_path, "wb") as log:
         # A session of its own, so that a timeout kills the job's compile workers too.
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tasks.job", str(job_dir)],
+            [spec.get("python_executable") or sys.executable, "-m", "tasks.job", str(job_dir)],
             stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(_REPO_ROOT),
             start_new_session=True, preexec_fn=_die_with_parent,
         )

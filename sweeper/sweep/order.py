@@ -6,10 +6,16 @@ jobs with the same input shapes (model, mode, batch, image size, precision) auto
 same ops: one of them goes first, and the group's other autotune=on jobs wait until it
 has finished, so that they start with its timings instead of tuning the same shapes at
 the same time. Jobs that do not autotune fill the free GPUs meanwhile.
+
+Jobs that differ only in their Python environment (config key `python`: two PyTorch
+builds) run one after the other, A then B, each starting as soon as the one before it
+ends and before any other job: on one GPU that is A, B, A, B, so that a drift of the
+machine hits both builds alike (sweeper/sweep/pythons.py).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Callable, Generic, Hashable, TypeVar
 
 T = TypeVar("T")
@@ -19,6 +25,11 @@ _SHAPE_KEYS = ("model", "mode", "batch_size", "image_size", "amp", "amp_dtype", 
 
 def shape_group(config: dict) -> tuple:
     return tuple(str(config.get(k)) for k in _SHAPE_KEYS)
+
+
+def pair_key(config: dict) -> str:
+    """Jobs with the same pair key differ only in their Python environment."""
+    return json.dumps({k: v for k, v in config.items() if k not in ("python", "pythons")}, sort_keys=True, default=str)
 
 
 def expected_cost(config: dict, num: int) -> tuple:
@@ -42,6 +53,13 @@ class JobQueue(Generic[T]):
             if shares(config(job)) and group not in tuned and group not in self._leaders:
                 self._leaders[group] = job
         self._waiting = set(self._leaders)  # groups whose leader has not finished
+        # builds compared: each job after the first of its pair waits for the one before it
+        pairs: dict[str, list[T]] = {}
+        for job in sorted(jobs, key=num):
+            if config(job).get("python"):
+                pairs.setdefault(pair_key(config(job)), []).append(job)
+        self._after: dict[int, T] = {id(b): a for members in pairs.values() for a, b in zip(members, members[1:])}
+        self._ended: set[int] = set()
 
     def __len__(self) -> int:
         return len(self._left)
@@ -50,19 +68,25 @@ class JobQueue(Generic[T]):
         return iter(list(self._left))
 
     def _ready(self, job: T) -> bool:
+        before = self._after.get(id(job))
+        if before is not None and id(before) not in self._ended:
+            return False
         group = shape_group(self._config(job))
         return not (self._shares(self._config(job)) and group in self._waiting and self._leaders[group] is not job)
 
     def next(self) -> T | None:
         ready = [j for j in self._left if self._ready(j)]
-        leaders = [j for j in ready if j in self._leaders.values()]
-        pick = (leaders or ready or [None])[0]
+        seconds = [j for j in ready if id(j) in self._after]  # a pair's next build, right after the one before
+        leaders = [j for j in ready if any(j is lead for lead in self._leaders.values())]
+        pick = (seconds or leaders or ready or [None])[0]
         if pick is not None:
             self._left.remove(pick)
         return pick
 
     def done(self, job: T) -> None:
-        """A started job ended (ok or not): its group's other jobs may start."""
+        """A started job ended (ok or not): its group's other jobs, and the next build of
+        its pair, may start."""
+        self._ended.add(id(job))
         group = shape_group(self._config(job))
         if self._leaders.get(group) is job:
             self._waiting.discard(group)

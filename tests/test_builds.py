@@ -1,0 +1,97 @@
+"""Builds as a sweep dimension (config keys `python`, `pythons`; sweeper/sweep/pythons.py):
+one sweep, two real Python environments holding different torch versions, on a real Ray.
+
+The second environment is made the way docs/running.md tells users to set up a second
+build beside the first: its own virtualenv holding only torch (and the matching
+torchvision), everything else from the main environment through a .pth file."""
+
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from importlib.metadata import version
+
+from sweeper.record import read_record
+
+ROOT = Path(__file__).resolve().parent.parent
+MAIN_TORCH = version("torch")  # the Makefile's: 2.14.1
+OTHER_TORCH = ["torch==2.14.0", "torchvision==0.29.0"]
+TINY = ["mode=inference", "image_size=32", "batch_size=2", "measure.timed_steps=5", "measure.warmup_steps=1",
+        "measure.profile_steps=1", "measure.module_rounds=2", "measure.module_calls_per_round=1",
+        "measure.module_profile_calls=1", "measure.eager=false", "measure.steady_loop_s=1"]
+
+
+def make_second_build(venv: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    py = venv / "bin" / "python"
+    proc = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", *OTHER_TORCH],
+                          capture_output=True, text=True, timeout=1200)
+    if proc.returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail(f"could not install {OTHER_TORCH}: {proc.stderr[-2000:]}")
+        pytest.skip(f"could not install {OTHER_TORCH} here")
+    theirs = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    (Path(theirs) / "main_environment.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return py
+
+
+@pytest.fixture(scope="module")
+def second_build(tmp_path_factory):
+    return make_second_build(tmp_path_factory.mktemp("build_b") / "venv")
+
+
+def sweep(sweep_dir, *overrides, timeout=900):
+    return subprocess.run([sys.executable, "-m", "sweeper", *overrides, f"hydra.sweep.dir={sweep_dir}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_one_sweep_two_builds_paired(second_build, tmp_path):
+    d = tmp_path / "sweep"
+    proc = sweep(d, "model=test_resnet", "python=main,nightly", f"+pythons.main={sys.executable}",
+                 f"+pythons.nightly={second_build}", *TINY)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    # both environments were checked and listed before any job started
+    assert f"python=main: {sys.executable}" in out and f"torch {MAIN_TORCH}" in out
+    assert f"python=nightly: {second_build}" in out and "torch 2.14.0" in out
+    a, b = read_record(d / "0"), read_record(d / "1")
+    assert a["status"] == b["status"] == "ok"
+    assert a["environment"]["torch"].startswith(MAIN_TORCH) and b["environment"]["torch"].startswith("2.14.0")
+    assert a["environment"]["python_executable"] == sys.executable
+    assert b["environment"]["python_executable"] == str(second_build)
+    assert a["config"]["python"] == "main" and b["config"]["python"] == "nightly"
+    assert b["job"]["started_at"] >= a["job"]["finished_at"]  # A, then B
+
+    page = (d / "report.html").read_text()
+    assert "Builds compared (python)" in page and "python=nightly against python=main" in page
+    assert "id='build-comparison'" in page and "2.14.0" in page and MAIN_TORCH in page
+    assert "test_resnet b2 infer bf16</td>" in page  # the pair, labelled without its build
+
+    cmp = subprocess.run([sys.executable, "-m", "sweeper.history", "compare", str(d), "--between", "python"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert cmp.returncode == 0, cmp.stderr
+    assert f"# {d}: python=nightly against python=main" in cmp.stdout
+    assert "| test_resnet b2 infer bf16 |" in cmp.stdout and "## test_resnet b2 infer bf16:" in cmp.stdout
+    assert "category shares %: cpp_kernel" in cmp.stdout  # each pair's shares and kernels, side by side
+
+
+def test_a_missing_or_broken_environment_stops_the_sweep_before_any_job(tmp_path):
+    bare = tmp_path / "bare"  # an interpreter without torch
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
+    for value, expected in ((f"{tmp_path}/nope/bin/python", "no such interpreter"),
+                            (str(bare / "bin" / "python"), "No module named 'torch'"),
+                            ("nightly", "not a name in `pythons`")):
+        proc = sweep(tmp_path / "sweep", "model=test_resnet", f"python={value}", *TINY, timeout=300)
+        assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert f"python={value}" in proc.stderr and expected in proc.stderr and "no job was run" in proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert not (tmp_path / "sweep").exists()
+    listed = sweep(tmp_path / "sweep", "model=test_resnet", f"python={sys.executable}", "dry_run=true", *TINY)
+    assert listed.returncode == 0 and f"python={sys.executable}: {sys.executable}" in listed.stdout
+    assert f"torch {MAIN_TORCH}" in listed.stdout  # a dry run lists the versions too
