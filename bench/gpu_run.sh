@@ -190,9 +190,13 @@ twice() {
 headline() { twice model=mixnet_l,densenet121 autotune=on,off; }
 
 # Two Python environments of the machine's one torch (a second virtualenv that sees the
-# system's packages): one sweep pairing them on the same GPU, and the builds' compare.
+# machine's packages): one sweep pairing them on the same GPU, and the builds' compare.
 builds() {
-  python3 -m venv --system-site-packages "$S/env_b"
+  # a venv of its own that sees the machine's packages through a .pth file (where torch lies
+  # need not be the interpreter's system site-packages: --system-site-packages missed it)
+  python3 -m venv --without-pip "$S/env_b"
+  python3 -c 'import os, sys, torch; print(os.path.dirname(os.path.dirname(torch.__file__))); print("\n".join(p for p in sys.path if p.endswith("-packages")))' \
+    > "$("$S/env_b/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/machine.pth"
   python3 -m sweeper model=resnet18,resnet50,convnext_tiny,vit_small_patch16_224 batch_size=32 mode=inference \
     python=a,b +pythons.a="$(command -v python3)" +pythons.b="$S/env_b/bin/python" measure.microbench=false \
     hydra.sweep.dir="$S/builds" > "$S/builds.log" 2>&1

@@ -5,6 +5,7 @@ The second environment is made the way docs/running.md tells users to set up a s
 build beside the first: its own virtualenv holding only torch (and the matching
 torchvision), everything else from the main environment through a .pth file."""
 
+import json
 import os
 import subprocess
 import sys
@@ -95,3 +96,36 @@ def test_a_missing_or_broken_environment_stops_the_sweep_before_any_job(tmp_path
     listed = sweep(tmp_path / "sweep", "model=test_resnet", f"python={sys.executable}", "dry_run=true", *TINY)
     assert listed.returncode == 0 and f"python={sys.executable}: {sys.executable}" in listed.stdout
     assert f"torch {MAIN_TORCH}" in listed.stdout  # a dry run lists the versions too
+
+
+def test_h200_builds_of_one_torch_pair_up_and_flag_nothing(tmp_path):
+    """Two environments of the same torch on one H200, A, B, A, B: the report's builds
+    section and `history compare --between python` pair the four models and flag none."""
+    import gzip
+
+    from sweeper.aggregate import aggregate
+
+    src = ROOT / "tests" / "fixtures" / "h200" / "builds"
+    d = tmp_path / "builds"
+    summary = json.loads(gzip.decompress((src / "summary.json.gz").read_bytes()))
+    for job in summary["jobs"]:
+        (d / str(job["num"])).mkdir(parents=True)
+        (d / str(job["num"]) / "result.json").write_bytes(gzip.decompress((src / f"{job['num']}.result.json.gz").read_bytes()))
+        job["dir"] = str(d / str(job["num"]))
+    (d / "summary.json").write_text(json.dumps(summary))
+    recs = [read_record(d / str(n)) for n in range(8)]
+    assert [r["config"]["python"] for r in recs] == ["a", "b"] * 4  # A, B on the one GPU, model by model
+    assert all(recs[n]["job"]["started_at"] >= recs[n - 1]["job"]["finished_at"] for n in range(1, 8))
+    page = aggregate(d).read_text()
+    assert "python=b against python=a" in page and "0 of 4 pairs flagged" in page
+    assert page.count("/tmp/gpu/env_b/bin/python") >= 1 and "2.11.0+cu130" in page
+    cmp = subprocess.run([sys.executable, "-m", "sweeper.history", "compare", str(d), "--between", "python",
+                          "--fail-on-regression", "--out", str(tmp_path / "cmp")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert cmp.returncode == 0, cmp.stdout + cmp.stderr
+    assert "0 of 4 jobs flagged" in cmp.stdout
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "cmp" / "b_vs_a" / "compare_jobs.csv").set_index("label")
+    assert table["device_change_pct"].abs().max() < 3.5  # kernel time per step: the same build, within 3.2%
+    assert table.loc["vit_small_patch16_224 b32 infer fp16", "verdict"] == "host"  # its step moved alone
