@@ -54,7 +54,7 @@ def _comments(cls) -> dict[str, str]:
     return out
 
 
-def _values(tp) -> str:
+def _values(tp, name: str = "") -> str:
     args = [a for a in typing.get_args(tp) if a is not type(None)]
     if typing.get_origin(tp) is typing.Union and len(args) == 1:  # Optional[X]
         tp = args[0]
@@ -62,8 +62,8 @@ def _values(tp) -> str:
         return "|".join(m.value for m in tp)
     if tp is bool:
         return "on|off"
-    if typing.get_origin(tp) is dict:
-        return "+inductor.OPTION=VALUE"
+    if typing.get_origin(tp) is dict:  # entries are added with Hydra's +
+        return f"+{name}.NAME=VALUE"
     return {str: "text", int: "integer", float: "number"}.get(tp, str(tp))
 
 
@@ -84,7 +84,7 @@ def _rows(cls, prefix: str = "") -> list[tuple[str, str, str, str]]:
             rows += _rows(hints[f.name], f"{prefix}{f.name}.")
             continue
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        rows.append((prefix + f.name, _values(hints[f.name]), _default(default), notes.get(f.name, "")))
+        rows.append((prefix + f.name, _values(hints[f.name], prefix + f.name), _default(default), notes.get(f.name, "")))
     return rows
 
 
