@@ -113,8 +113,11 @@ def test_busy_figure_and_nvml_side_by_side_and_the_gaps_named(example):
     assert over == [0, 5]
     page = report_path.read_text()
     assert "<th>GPU busy %</th><th>NVML util %</th>" in page
-    note = next(line for line in page.splitlines() if "differ by more than 7 points" in line)
+    # both gaps are what NVML's count of the launches predicts: named as that
+    note = next(line for line in page.splitlines() if "reads more than 7 points above the busy figure" in line)
     assert all(f"#{n} (busy" in note for n in over) and "#2 (busy" not in note
+    assert "expected 33.5%" in note and "accounts for the gap" in note
+    assert "more than NVML's count of the launches accounts for" not in page
 
 
 def test_the_example_renders_in_a_browser_with_every_figure_and_gpu_wording(example):

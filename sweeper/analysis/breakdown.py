@@ -176,3 +176,23 @@ def busy_figures(busy_ms: float | None, wall_ms: float | None) -> dict:
         return {"busy_pct": None, "busy_pct_uncapped": None, "busy_capped": False}
     pct = busy_ms / wall_ms * 100
     return {"busy_pct": min(pct, 100.0), "busy_pct_uncapped": pct, "busy_capped": pct > 100.0}
+
+
+# NVML's utilization counts about a microsecond of each kernel launch besides the kernel's
+# own run (bench/nvml_probe.py: 0.5 to 1.1 µs a kernel, back to back or apart). Over 19 H200
+# jobs the busy figure plus 1 µs a launch, at most 100, was within 3.4 points of NVML
+# (bench/results/busy/nvml_expected.md).
+NVML_US_PER_LAUNCH = 1.0
+
+
+def nvml_expected_pct(busy_pct: float | None, launches: float | None, step_ms: float | None,
+                      us_per_launch: float = NVML_US_PER_LAUNCH) -> float | None:
+    """What NVML's utilization should read for a step whose kernels run `busy_pct` of its
+    `step_ms`, with `launches` kernel launches a step: each launch adds about
+    `us_per_launch` of GPU time that the kernels' own intervals leave out. At most 100: on
+    a step whose gaps are shorter than that (CUDA graphs), NVML counts them all busy."""
+    import math
+
+    if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (busy_pct, launches, step_ms)) or step_ms <= 0:
+        return None
+    return min(100.0, busy_pct + launches * us_per_launch / 1000.0 / step_ms * 100.0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from sweeper.analysis.breakdown import nvml_expected_pct
 from sweeper.analysis.categories import CATEGORIES
 from sweeper.analysis.regression import source_hash, step_noise_pct
 from sweeper.record import Record
@@ -45,6 +46,7 @@ JOB_COLUMNS: dict[str, str] = {
     "peak_memory_mb": "peak allocated device memory, MiB (none on a CPU)",
     "busy_pct": "step: union of kernel intervals per step over the unprofiled step time, % (capped at 100)",
     "nvml_util_pct": "step: NVML's GPU utilization while the unprofiled step ran in a loop, % (GPU jobs only)",
+    "nvml_expected_pct": "step: what NVML should read from the busy figure: busy_pct plus about 1 µs of GPU time per kernel launch, at most 100 (sweeper/analysis/breakdown.nvml_expected_pct; GPU jobs only)",
     "busy_pct_reference_style": "step: summed kernel time over unprofiled step time, % (as `-p` prints)",
     "busy_pct_profiled_span": "step: union of kernel intervals over the profiled span, % (a lower bound: the profiler slows launches)",
     "busy_capped": "busy_pct was above 100 (noise between the profiled and the unprofiled steps) and was capped",
@@ -183,6 +185,8 @@ def jobs_table(records: list[Record]) -> pd.DataFrame:
             **headline(rec),  # the figures summary.json shows, under the same names
             "device_ms": step.get("device_ms"),
             "kernel_launches": step.get("kernel_launches"),
+            "nvml_expected_pct": nvml_expected_pct(step.get("busy_pct"), step.get("kernel_launches"),
+                                                   step.get("busy_wall_ms")) if env.get("gpu") else None,
             "steady_step_ms": ((rec.get("timings") or {}).get("steady_loop") or {}).get("step_ms"),
             "autotune_seeded": ((rec.get("timings") or {}).get("autotune_store") or {}).get("seeded_entries"),
             "step_noise_pct": step_noise_pct(rec.get("timings") or {}),
