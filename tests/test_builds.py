@@ -129,3 +129,31 @@ def test_h200_builds_of_one_torch_pair_up_and_flag_nothing(tmp_path):
     table = pd.read_csv(tmp_path / "cmp" / "b_vs_a" / "compare_jobs.csv").set_index("label")
     assert table["device_change_pct"].abs().max() < 3.5  # kernel time per step: the same build, within 3.2%
     assert table.loc["vit_small_patch16_224 b32 infer fp16", "verdict"] == "host"  # its step moved alone
+
+
+@pytest.mark.slow
+def test_on_a_cluster_each_environment_is_checked_on_every_node(tmp_path):
+    """On a Ray cluster the probe runs on each node once joined (a node may lack the
+    environment): a broken one is named per node and stops the sweep before any job; a
+    good one is listed and its job runs under it."""
+    from ray.cluster_utils import Cluster
+
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True, timeout=120)
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster.add_node(num_cpus=2)
+    try:
+        address = f"hydra.launcher.address={cluster.address}"
+        bad = sweep(tmp_path / "bad", "model=test_resnet", f"python={bare}/bin/python", address, *TINY, timeout=300)
+        good = sweep(tmp_path / "good", "model=test_resnet", "python=main", f"+pythons.main={sys.executable}",
+                     address, "hydra.launcher.num_cpus_per_job=2", *TINY)
+    finally:
+        cluster.shutdown()
+    assert bad.returncode == 2, bad.stdout[-2000:] + bad.stderr[-2000:]
+    assert bad.stderr.count("No module named 'torch'") == 2 and bad.stderr.count("on node ") == 2  # both nodes
+    assert "no job was run" in bad.stderr and "Traceback" not in bad.stderr
+    assert not (tmp_path / "bad").exists()
+    out = good.stdout + good.stderr
+    assert good.returncode == 0, out[-3000:]
+    assert "checked on the cluster's nodes once joined" in out and f"python=main: {sys.executable}" in out
+    assert read_record(tmp_path / "good" / "0")["environment"]["python_executable"] == sys.executable

@@ -36,6 +36,7 @@ from typing import Sequence
 from hydra.core.utils import JobReturn, JobStatus, configure_log, setup_globals
 
 from hydra_plugins.sweeper_ray._config import with_defaults
+from hydra_plugins.sweeper_ray._machine import local_gpu_name, local_gpus, local_slots, nvml_gpus
 from hydra_plugins.sweeper_ray._ray import (collect, init_ray, job_resources, record_without_worker, run_in_worker,
                                              scratch_key)
 from sweeper.sweep import summary as sm
@@ -58,7 +59,7 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
     try:
         jobs = _checked_jobs(launcher, conf, job_overrides, initial_job_idx)
         if dry_run(jobs, sweep_dir):
-            print(expected_time(conf, jobs, sweep_dir, slots=local_slots(conf, jobs))[0])
+            print(expected_time(conf, jobs, sweep_dir, slots=local_slots(jobs))[0])
             return []
         stop_on_problem(check_output_dir, sweep_dir)
         lock_sweep(sweep_dir)  # held until this process ends
@@ -260,58 +261,10 @@ def expected_time(conf: dict, jobs: list[Job], sweep_dir: Path, slots: int) -> t
     a line to print, and the seconds (None when no job has a record)."""
     from sweeper.sweep import estimate
 
-    outputs = sweep_dir.parent.parent  # outputs/DATE/TIME, outputs/nightly/DATE: all under outputs/
     on_cluster = bool(conf["address"] or os.environ.get("RAY_ADDRESS"))
     gpu = None if on_cluster else (local_gpu_name(jobs) or "")  # "": this machine's CPU
-    keys = [estimate.job_identity(j.overrides) for j in jobs]
-    durations, read = estimate.earlier_durations(outputs, set(keys), gpu)
-    line = estimate.describe(keys, [f"#{j.num}" for j in jobs], durations, slots, gpu, outputs, read)
-    known = [durations[k] for k in keys if k in durations]
-    return line, (estimate.sweep_seconds(known, slots) if known else None)
-
-
-def nvml_gpus() -> tuple[int | None, str | None]:
-    """(GPUs on this machine, the first one's model as records name it), read by NVML
-    without importing torch: (None, None) when pynvml is missing, (0, None) with no driver."""
-    try:
-        import pynvml
-    except ImportError:
-        return None, None
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:  # no NVIDIA driver: no GPU a job could use
-        return 0, None
-    try:
-        count = pynvml.nvmlDeviceGetCount()
-        name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(0)) if count else None
-        return count, (name.decode() if isinstance(name, bytes) else name)
-    finally:
-        pynvml.nvmlShutdown()
-
-
-def local_gpu_name(jobs: list[Job]) -> str | None:
-    """The GPU model this machine's jobs run on; None for CPU jobs."""
-    return None if all(j.spec["config"]["device"] == "cpu" for j in jobs) else nvml_gpus()[1]
-
-
-def local_slots(conf: dict, jobs: list[Job]) -> int:
-    """How many jobs an embedded Ray runs at a time here (one a GPU; one on a CPU): for the
-    dry run's estimate, before Ray starts."""
-    if all(j.spec["config"]["device"] == "cpu" for j in jobs):
-        return 1
-    return max(1, nvml_gpus()[0] or 1)
-
-
-def local_gpus(conf: dict, jobs: list[Job]) -> int | None:
-    """The GPUs an embedded Ray would have, counted before it starts, when a job asks for
-    device=cuda: so that a dry run and a real run refuse alike. None on a cluster (Ray
-    counts its GPUs once joined), when no job asks for CUDA, or without pynvml (Ray's own
-    count decides once it has started)."""
-    if conf["address"] or os.environ.get("RAY_ADDRESS"):
-        return None
-    if not any(j.spec["config"]["device"] == "cuda" for j in jobs):
-        return None
-    return nvml_gpus()[0]
+    # outputs/DATE/TIME, outputs/nightly/DATE: every earlier sweep lies under outputs/
+    return estimate.expected({j.num: j.overrides for j in jobs}, sweep_dir.parent.parent, gpu, slots)
 
 
 def check_launcher(conf: dict) -> None:

@@ -76,3 +76,13 @@ def describe(keys: list[str], labels: list[str], durations: dict[str, float], sl
     if missing:
         line += f"; not counted, no earlier record: {', '.join(missing)}"
     return line
+
+
+def expected(overrides: dict[int, list[str]], outputs: Path, gpu: str | None, slots: int) -> tuple[str, float | None]:
+    """For jobs (number -> overrides): the dry run's line and the expected seconds (None
+    when no job has an earlier record)."""
+    keys = [job_identity(o) for o in overrides.values()]
+    durations, read = earlier_durations(outputs, set(keys), gpu)
+    line = describe(keys, [f"#{n}" for n in overrides], durations, slots, gpu, outputs, read)
+    known = [durations[k] for k in keys if k in durations]
+    return line, (sweep_seconds(known, slots) if known else None)
