@@ -97,8 +97,10 @@ def test_help_lists_every_declared_key_with_its_values_default_and_meaning():
     keys += [f"measure.{f.name}" for f in dataclasses.fields(MeasureConfig)]
     lines = text.splitlines()
     for key in keys:  # each key's line, then its meaning below it: none is left without one
-        at = next(i for i, line in enumerate(lines) if line.split() and line.split()[0] == key)
-        assert ", default " in lines[at], lines[at]
+        # the key's row (not the usage line "python -m sweeper ...", which starts with `python` too)
+        at = next((i for i, line in enumerate(lines) if line.split() and line.split()[0] == key
+                   and ", default " in line), None)
+        assert at is not None, f"{key} has no row with its values and default"
         assert lines[at + 1].startswith(" " * 10) and lines[at + 1].strip(), f"{key} has no meaning"
     assert "autotune                        on|off, default off" in text
     assert "mode                            training|inference, default training" in text
