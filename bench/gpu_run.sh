@@ -30,7 +30,8 @@
 #          run; bench/headline.py and a history compare of the two; results:
 #          bench/results/headline/.
 #   builds  two Python environments of the machine's torch in one sweep (python=a,b), four
-#          models, then `history compare --between python`; results: bench/results/builds/.
+#          models (MODELS=...; SEEDS=0,1 repeats each pair), then `history compare
+#          --between python`; results: bench/results/builds/.
 #   store_rerun  the same, for a smaller grid whose jobs share shapes (resnet18 batch 32
 #          inference, autotune on,off x CUDA graphs off,on): the store's round trip, the
 #          order, the second run seeded; results: bench/results/autotune_store/.
@@ -197,8 +198,8 @@ builds() {
   python3 -m venv --without-pip "$S/env_b"
   python3 -c 'import os, sys, torch; print(os.path.dirname(os.path.dirname(torch.__file__))); print("\n".join(p for p in sys.path if p.endswith("-packages")))' \
     > "$("$S/env_b/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/machine.pth"
-  python3 -m sweeper model=resnet18,resnet50,convnext_tiny,vit_small_patch16_224 batch_size=32 mode=inference \
-    python=a,b +pythons.a="$(command -v python3)" +pythons.b="$S/env_b/bin/python" measure.microbench=false \
+  python3 -m sweeper model="${MODELS:-resnet18,resnet50,convnext_tiny,vit_small_patch16_224}" seed="${SEEDS:-0}" \
+    batch_size=32 mode=inference python=a,b +pythons.a="$(command -v python3)" +pythons.b="$S/env_b/bin/python" measure.microbench=false \
     hydra.sweep.dir="$S/builds" > "$S/builds.log" 2>&1
   log "builds sweep rc=$?"
   python3 -m sweeper.history compare "$S/builds" --between python --kernels --top 5 > "$S/builds_compare.md" 2>&1
