@@ -91,3 +91,10 @@ def test_builds_compared_run_one_after_the_other_a_then_b():
     assert (a0[1]["python"], a1[1]["python"]) == ("a", "a") and q.next() is None
     q.done(a1)
     assert q.next() is jobs[3]  # seed 1's b, on the GPU seed 1's a left
+
+
+def test_with_nothing_running_a_waiting_job_is_started_rather_than_none():
+    jobs = [config(0, "resnet50", True), config(1, "resnet50", True, True)]
+    q = queue(jobs)
+    assert q.next()["num"] == 0 and q.next() is None  # job 1 waits for job 0...
+    assert q.next(force=True)["num"] == 1  # ...unless nothing runs that could end the wait

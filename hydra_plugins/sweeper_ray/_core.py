@@ -200,7 +200,7 @@ class RaySweep:
         """Submit queued jobs while slots are free (Ray would queue more, but they would
         leave without the store entries of the jobs running now)."""
         while self.queue and len(self.pending) < self.slots:
-            job = self.queue.next()
+            job = self.queue.next(force=not self.pending)
             if job is None:  # the rest wait for their group's first autotune=on job
                 return
             save_hydra_files(job)

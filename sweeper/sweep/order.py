@@ -74,8 +74,10 @@ class JobQueue(Generic[T]):
         group = shape_group(self._config(job))
         return not (self._shares(self._config(job)) and group in self._waiting and self._leaders[group] is not job)
 
-    def next(self) -> T | None:
-        ready = [j for j in self._left if self._ready(j)]
+    def next(self, force: bool = False) -> T | None:
+        """The job to start now; with force (nothing is running, so nothing it could wait
+        for will end), the first job left even if it would wait."""
+        ready = [j for j in self._left if self._ready(j)] or (list(self._left[:1]) if force else [])
         seconds = [j for j in ready if id(j) in self._after]  # a pair's next build, right after the one before
         leaders = [j for j in ready if any(j is lead for lead in self._leaders.values())]
         pick = (seconds or leaders or ready or [None])[0]
