@@ -64,11 +64,11 @@ def _left_nothing(tmp_path):  # a sweep that ran no job takes the folders it mad
     return not (tmp_path / "outputs").exists()
 
 
-def _sweep_with_address(tmp_path, address, timeout_s=5):
+def _sweep_with_address(tmp_path, address, timeout_s=5, env=None):
     t0 = time.time()
     proc = subprocess.run([sys.executable, "-m", "sweeper", "model=resnet18", f"hydra.launcher.address={address}",
                            f"hydra.launcher.connect_timeout_s={timeout_s}", f"hydra.sweep.dir={_new_sweep_dir(tmp_path)}"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-3000:]
     assert _left_nothing(tmp_path)
@@ -91,6 +91,39 @@ def test_a_port_that_is_not_ray_stops_in_seconds_instead_of_hanging(tmp_path):
         err = _sweep_with_address(tmp_path, address, timeout_s=6)
     assert f"{address} accepts TCP connections but did not answer as a Ray cluster's GCS within 6 s" in err
     assert "Ray's GCS handshake" in err
+
+
+def test_a_cluster_that_refuses_the_drivers_token_stops_in_seconds(tmp_path):
+    """A real Ray head with token authentication; the driver holds another token, or none."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    quiet = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_AUTH", "RAY_ADDRESS"))}
+    head_env = {**quiet, "HOME": str(tmp_path / "head"), "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "a" * 32}
+    # --block: the head's GCS and raylet end with this process (no `ray stop`, which would
+    # stop every Ray of this user on the machine)
+    head = subprocess.Popen([str(Path(sys.executable).parent / "ray"), "start", "--head", "--block", f"--port={port}",
+                             "--num-cpus=1", "--include-dashboard=false", "--node-ip-address=127.0.0.1",
+                             "--disable-usage-stats"], env=head_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    address = f"127.0.0.1:{port}"
+    try:
+        # the cluster's own token passes the same check the driver runs: it is the token that fails below
+        deadline = time.time() + 60
+        while True:
+            probe = subprocess.run([sys.executable, "-m", "hydra_plugins.sweeper_ray._address", address], cwd=ROOT,
+                                   env=head_env, capture_output=True, text=True, timeout=60)
+            if '"answered"' in probe.stdout or time.time() > deadline:
+                break
+            time.sleep(1)
+        assert '"answered"' in probe.stdout, probe.stdout + probe.stderr
+        for token in ({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "b" * 32}, {}):  # another token; none at all
+            home = tmp_path / f"driver{len(token)}"
+            err = _sweep_with_address(tmp_path, address, env={**quiet, "HOME": str(home), **token})
+            assert f"the Ray cluster at {address}" in err and "refused this driver's credentials" in err, err
+            assert "RAY_AUTH_TOKEN" in err and "~/.ray/auth_token" in err
+    finally:
+        head.terminate()
+        head.wait(timeout=60)
 
 
 def test_ray_client_address_is_refused_with_what_to_do_instead(tmp_path):

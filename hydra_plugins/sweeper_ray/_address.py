@@ -8,7 +8,8 @@ after `connect_timeout_s`:
   "auto" and $RAY_ADDRESS looked up, 127.0.0.1 and localhost swapped for the machine's own
   address), so the address checked is the one Ray will dial;
 - its TCP port is tried, then Ray's own GCS client says hello (GcsClient, as `ray status`
-  does). A GCS that answers but wants a token counts as an answer: the message says so.
+  does). A GCS that answers but refuses this driver's token (Ray's token authentication)
+  is a Ray cluster all the same: the message says so and where the token goes.
 
 Run as `python -m hydra_plugins.sweeper_ray._address ADDRESS`, the child prints one JSON
 line per step reached, so a parent that had to kill it still knows how far it got."""
@@ -51,6 +52,11 @@ def check_ray_address(address: str, timeout_s: float = 10.0) -> str:
     via = "" if dialled == address else f" (Ray dials {dialled})"
     if "answered" in reached:
         return dialled
+    if "refused" in reached:  # a Ray cluster, with token authentication, and another token than this driver's
+        raise SweepConfigError(
+            f"the Ray cluster at {address}{via} refused this driver's credentials ({reached['refused']['message']}); "
+            "give the driver the cluster's token: RAY_AUTH_TOKEN, or the file ~/.ray/auth_token (or "
+            "RAY_AUTH_TOKEN_PATH) as on the cluster's nodes (docs/running.md)")
     if "error" in reached:
         raise SweepConfigError(f"no Ray cluster at {address}{via}: {reached['error']['message']}; {_FIX}")
     if killed and "tcp_open" in reached:
@@ -97,9 +103,7 @@ def _probe(address: str) -> None:
         GcsClient(address=resolved)
     except Exception as e:
         if "Authentication" in type(e).__name__:  # it is Ray, and it wants a token we lack
-            first = str(e).split(". ")[0]
-            _say("error", message=f"the cluster refused this driver's credentials ({first}); set RAY_AUTH_TOKEN "
-                                  "or ~/.ray/auth_token as on the cluster's nodes")
+            _say("refused", message=str(e).split(". ")[0])
         else:
             _say("error", message=f"Ray's GCS client failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
         return
