@@ -98,7 +98,14 @@ def test_a_cluster_that_refuses_the_drivers_token_stops_in_seconds(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    import shutil
+    import tempfile
+
+    # Ray's files, `ray start`'s address file among them, in a folder of this test's own
+    # (short: Ray's socket paths lie under it): no later ray.init on this machine finds them
+    ray_tmp = tempfile.mkdtemp(prefix="rt", dir="/tmp")
     quiet = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_AUTH", "RAY_ADDRESS"))}
+    quiet["RAY_TMPDIR"] = ray_tmp
     head_env = {**quiet, "HOME": str(tmp_path / "head"), "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "a" * 32}
     # --block: the head's GCS and raylet end with this process (no `ray stop`, which would
     # stop every Ray of this user on the machine)
@@ -118,12 +125,14 @@ def test_a_cluster_that_refuses_the_drivers_token_stops_in_seconds(tmp_path):
         assert '"answered"' in probe.stdout, probe.stdout + probe.stderr
         for token in ({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "b" * 32}, {}):  # another token; none at all
             home = tmp_path / f"driver{len(token)}"
-            err = _sweep_with_address(tmp_path, address, env={**quiet, "HOME": str(home), **token})
+            # a check child given 15 s: its cold `import ray` alone can take seconds on a loaded 2-core machine
+            err = _sweep_with_address(tmp_path, address, timeout_s=15, env={**quiet, "HOME": str(home), **token})
             assert f"the Ray cluster at {address}" in err and "refused this driver's credentials" in err, err
             assert "RAY_AUTH_TOKEN" in err and "~/.ray/auth_token" in err
     finally:
         head.terminate()
         head.wait(timeout=60)
+        shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
 def test_ray_client_address_is_refused_with_what_to_do_instead(tmp_path):

@@ -45,7 +45,10 @@ def init_ray(conf: dict) -> str:
     paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     if str(_REPO_ROOT) not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), *paths]))
-    ray.init(include_dashboard=False)
+    # "local": a new Ray of this sweep's own. With no address, ray.init joins the cluster
+    # that `ray start` last wrote down on this machine (/tmp/ray/ray_current_cluster), with
+    # its exposure and its token, or retries for minutes one that has since stopped.
+    ray.init(address="local", include_dashboard=False)
     watch_embedded_ray()  # a driver killed outright leaves no Ray processes behind
     return f"started an embedded local Ray on 127.0.0.1 (no dashboard, {token_auth_state()})"
 
