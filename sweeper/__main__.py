@@ -62,11 +62,10 @@ def run_one(cfg: DictConfig) -> str:
 def _python_problems(spec: dict) -> list[str]:
     """The job's interpreter (config key `python`) into its spec, checked first."""
     try:
-        envs = pythons.environments([spec])
+        envs = pythons.assign_interpreters([spec])
     except SweepConfigError as e:
         return [str(e)]
     for name, exe in envs.items():
-        spec["python_executable"] = exe
         problem = pythons.problem(name, pythons.probe(exe), need_triton=False)
         if problem:
             return [problem]

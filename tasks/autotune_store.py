@@ -47,6 +47,11 @@ def enabled(value) -> bool:
     return (value.lower() if isinstance(value, str) else value) not in OFF
 
 
+def shared_by(config: dict) -> bool:
+    """Whether a job of this config takes and gives store entries: autotune on, store not off."""
+    return bool(config.get("autotune")) and enabled(config.get("autotune_store"))
+
+
 def count_entries(cache: dict) -> int:
     """Timed choices in one PersistentCache `cache` dict: op -> inputs -> precision -> choice."""
     return sum(len(choices) for op in cache.values() for inputs in op.values() for choices in inputs.values())

@@ -19,6 +19,7 @@ from typing import Callable
 
 from sweeper.analysis.breakdown import spread
 from sweeper.record import PHASE_MARK, Record
+from tasks import autotune_store
 from tasks import inductor_internals as inductor
 from tasks.modules_profile import ModuleRun
 
@@ -167,12 +168,6 @@ def eager(ctx: JobContext) -> None:
     ctx.timings["eager_peak_memory_mb"] = peak_memory_mb(ctx.device)
 
 
-def _shares_autotuning(ctx: JobContext) -> bool:
-    from tasks import autotune_store
-
-    return bool(ctx.cfg["autotune"]) and autotune_store.enabled(ctx.cfg["autotune_store"])
-
-
 def compile_step(ctx: JobContext) -> None:
     """The first compiled step, compile included, with every compiled module captured."""
     import torch
@@ -180,9 +175,7 @@ def compile_step(ctx: JobContext) -> None:
     from tasks.capture import ModuleCapture
     from tasks.timing import synchronize
 
-    if _shares_autotuning(ctx):  # max-autotune results of earlier jobs, from the driver (tasks/autotune_store.py)
-        from tasks import autotune_store
-
+    if autotune_store.shared_by(ctx.cfg):  # max-autotune results of earlier jobs, from the driver
         seed = ctx.autotune_seed or {"notes": ["no store entries came with the job (not started by the launcher)"]}
         got = autotune_store.seed_job(seed, Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]), torch.__version__)
         ctx.timings["autotune_store"] = got
@@ -217,10 +210,8 @@ def warmup(ctx: JobContext) -> None:
     synchronize(ctx.device)
     ctx.timings["warmup_s"] = round(time.time() - t0, 3)
     ctx.stack.close()  # the module capture ends with the warm-up: the backward compiles at the first step
-    if _shares_autotuning(ctx):  # every autotuning is done by now: the entries go back to the driver
+    if autotune_store.shared_by(ctx.cfg):  # every autotuning is done by now: the entries go back to the driver
         import torch
-
-        from tasks import autotune_store
 
         ctx.timings["autotune_store"]["job_entries"] = autotune_store.write_job_entries(
             ctx.job_dir, Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]), torch.__version__)

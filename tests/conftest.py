@@ -14,6 +14,20 @@ def _own_autotune_store(tmp_path_factory):
     """Sweeps run by the tests keep their autotune store apart from the user's
     (~/.cache/sweeper/autotune, conf/config.yaml); a test that needs its own sets its own."""
     os.environ["SWEEPER_AUTOTUNE_STORE"] = str(tmp_path_factory.mktemp("autotune_store"))
+
+
+@pytest.fixture
+def ray_tmpdir():
+    """A RAY_TMPDIR of the test's own, for a Ray whose files (`ray start`'s address file
+    among them) no later ray.init on this machine may find; short, because Ray's socket
+    paths lie under it."""
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="rt", dir="/tmp")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
 H200 = FIXTURES / "h200"  # captured on the GPU machine: see tests/fixtures/README.md
 
 

@@ -416,22 +416,14 @@ def test_the_launcher_says_when_token_authentication_is_off():
     assert "warning: Ray's token authentication is off (RAY_AUTH_MODE=disabled)" in proc.stderr
 
 
-def test_the_embedded_ray_is_its_own_even_where_ray_start_left_a_cluster_address(tmp_path):
+def test_the_embedded_ray_is_its_own_even_where_ray_start_left_a_cluster_address(ray_tmpdir):
     """ray.init() with no address joins the cluster that `ray start` last wrote down on this
     machine (RAY_TMPDIR/ray/ray_current_cluster), and keeps retrying one that is gone: the
     default sweep must start its own instead."""
-    import shutil
-    import tempfile
-
-    ray_tmp = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths lie under it
-    try:
-        (Path(ray_tmp) / "ray").mkdir()
-        (Path(ray_tmp) / "ray" / "ray_current_cluster").write_text("127.0.0.1:9")  # a cluster started, then stopped
-        proc = subprocess.run([sys.executable, "-c", AUTH_OFF_CHECK], cwd=ROOT,
-                              capture_output=True, text=True, timeout=60,
-                              env=dict(os.environ, PYTHONPATH=str(ROOT), RAY_TMPDIR=ray_tmp))
-    finally:
-        shutil.rmtree(ray_tmp, ignore_errors=True)
+    (Path(ray_tmpdir) / "ray").mkdir()
+    (Path(ray_tmpdir) / "ray" / "ray_current_cluster").write_text("127.0.0.1:9")  # a cluster started, then stopped
+    proc = subprocess.run([sys.executable, "-c", AUTH_OFF_CHECK], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, env=dict(os.environ, PYTHONPATH=str(ROOT), RAY_TMPDIR=ray_tmpdir))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "started an embedded local Ray on 127.0.0.1" in proc.stdout
 

@@ -93,19 +93,13 @@ def test_a_port_that_is_not_ray_stops_in_seconds_instead_of_hanging(tmp_path):
     assert "Ray's GCS handshake" in err
 
 
-def test_a_cluster_that_refuses_the_drivers_token_stops_in_seconds(tmp_path):
+def test_a_cluster_that_refuses_the_drivers_token_stops_in_seconds(tmp_path, ray_tmpdir):
     """A real Ray head with token authentication; the driver holds another token, or none."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    import shutil
-    import tempfile
-
-    # Ray's files, `ray start`'s address file among them, in a folder of this test's own
-    # (short: Ray's socket paths lie under it): no later ray.init on this machine finds them
-    ray_tmp = tempfile.mkdtemp(prefix="rt", dir="/tmp")
     quiet = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_AUTH", "RAY_ADDRESS"))}
-    quiet["RAY_TMPDIR"] = ray_tmp
+    quiet["RAY_TMPDIR"] = ray_tmpdir  # `ray start` writes its address there, not where later tests look
     head_env = {**quiet, "HOME": str(tmp_path / "head"), "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "a" * 32}
     # --block: the head's GCS and raylet end with this process (no `ray stop`, which would
     # stop every Ray of this user on the machine)
@@ -132,7 +126,6 @@ def test_a_cluster_that_refuses_the_drivers_token_stops_in_seconds(tmp_path):
     finally:
         head.terminate()
         head.wait(timeout=60)
-        shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
 def test_ray_client_address_is_refused_with_what_to_do_instead(tmp_path):

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -44,6 +45,12 @@ def with_defaults(conf: dict) -> dict:
     defaults = asdict(RayLauncherConf())
     defaults.pop("_target_")
     return {**defaults, **dict(conf)}
+
+
+def cluster_address(conf: dict) -> str | None:
+    """The existing cluster the sweep joins (hydra.launcher.address, else $RAY_ADDRESS);
+    None: an embedded local Ray."""
+    return with_defaults(conf)["address"] or os.environ.get("RAY_ADDRESS") or None
 
 
 ConfigStore.instance().store(group="hydra/launcher", name="sweeper_ray", node=RayLauncherConf, provider="sweeper")

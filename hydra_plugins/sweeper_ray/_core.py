@@ -27,7 +27,6 @@ resume; progress; summary); Ray's own mechanics in _ray.py.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import time
 from pathlib import Path
@@ -35,8 +34,8 @@ from typing import Sequence
 
 from hydra.core.utils import JobReturn, JobStatus, configure_log, setup_globals
 
-from hydra_plugins.sweeper_ray._config import with_defaults
-from hydra_plugins.sweeper_ray._machine import local_gpu_name, local_gpus, local_slots, nvml_gpus
+from hydra_plugins.sweeper_ray._config import cluster_address, with_defaults
+from hydra_plugins.sweeper_ray._machine import cpu_only, local_gpu_name, local_gpus, local_slots, nvml_gpus
 from hydra_plugins.sweeper_ray._ray import (collect, init_ray, job_resources, record_without_worker, run_in_worker,
                                              scratch_key)
 from sweeper.sweep import summary as sm
@@ -97,21 +96,12 @@ def check_pythons(conf: dict, jobs: list[Job]) -> None:
     """Each job's interpreter (config key `python`) into its spec; every environment named
     is checked here before any job starts, or, on a cluster, on its nodes once joined
     (RaySweep.submit)."""
-    envs = pythons.environments([j.spec for j in jobs])
-    for job in jobs:
-        name = job.spec["config"].get("python")
-        if name:
-            job.spec["python_executable"] = envs[str(name)]
-    if not envs or conf["address"] or os.environ.get("RAY_ADDRESS"):
-        if envs:
-            print(f"python environments {', '.join(envs)}: checked on the cluster's nodes once joined", flush=True)
-        return
-    gpu_jobs = any(j.spec["config"]["device"] != "cpu" for j in jobs) and bool(nvml_gpus()[0])
-    infos, problems = pythons.check_here(envs, need_triton=gpu_jobs)
-    if problems:
-        raise SweepConfigError("; ".join(problems) + "; no job was run")
-    for name, info in infos.items():
-        print(pythons.describe(name, info), flush=True)
+    envs = pythons.assign_interpreters([j.spec for j in jobs])
+    if envs and cluster_address(conf):
+        print(f"python environments {', '.join(envs)}: checked on the cluster's nodes once joined", flush=True)
+    elif envs:
+        for line in pythons.check(envs, need_triton=not cpu_only(jobs) and bool(nvml_gpus()[0])):
+            print(line, flush=True)
 
 
 class RaySweep:
@@ -179,15 +169,11 @@ class RaySweep:
                                     total.get("CPU", 1) / res["num_cpus"] if res["num_cpus"] else 1e9)))
         log.info(f"Launching {len(to_run)} jobs on Ray ({len(self.jobs) - len(to_run)} kept from an earlier run), "
                  f"{res['num_gpus']} GPU and {res['num_cpus']} CPU each, up to {self.slots} at a time")
-        envs = pythons.environments([j.spec for j in to_run])
-        if envs and (conf["address"] or os.environ.get("RAY_ADDRESS")):  # checked where the jobs will run
-            gpu_jobs = bool(total.get("GPU")) and any(j.spec["config"]["device"] != "cpu" for j in to_run)
-            infos, problems = pythons.check_on_nodes(envs, need_triton=gpu_jobs)
-            if problems:
-                print("sweeper: " + "; ".join(problems) + "; no job was run", file=sys.stderr, flush=True)
-                raise SystemExit(2)
-            for name, info in infos.items():
-                log.info(pythons.describe(name, info))
+        envs = pythons.assign_interpreters([j.spec for j in to_run])
+        if envs and cluster_address(conf):  # checked where the jobs will run
+            need_triton = bool(total.get("GPU")) and not cpu_only(to_run)
+            for line in stop_on_problem(pythons.check, envs, need_triton, True):
+                log.info(line)
         self.remote = ray.remote(max_calls=1)(run_in_worker).options(
             max_retries=int(conf["max_retries_on_node_loss"]), **res)
         tuned = {shape_group(j.spec["config"]) for j in self.jobs  # kept from an earlier run: their timings are in the store
@@ -261,8 +247,7 @@ def expected_time(conf: dict, jobs: list[Job], sweep_dir: Path, slots: int) -> t
     a line to print, and the seconds (None when no job has a record)."""
     from sweeper.sweep import estimate
 
-    on_cluster = bool(conf["address"] or os.environ.get("RAY_ADDRESS"))
-    gpu = None if on_cluster else (local_gpu_name(jobs) or "")  # "": this machine's CPU
+    gpu = None if cluster_address(conf) else (local_gpu_name(jobs) or "")  # "": this machine's CPU
     # outputs/DATE/TIME, outputs/nightly/DATE: every earlier sweep lies under outputs/
     return estimate.expected({j.num: j.overrides for j in jobs}, sweep_dir.parent.parent, gpu, slots)
 

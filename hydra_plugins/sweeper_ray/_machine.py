@@ -3,8 +3,7 @@ and the dry run, which must answer as a real run would, in about a second."""
 
 from __future__ import annotations
 
-import os
-
+from hydra_plugins.sweeper_ray._config import cluster_address
 from sweeper.sweep.control import Job
 
 
@@ -27,15 +26,19 @@ def nvml_gpus() -> tuple[int | None, str | None]:
         pynvml.nvmlShutdown()
 
 
+def cpu_only(jobs: list[Job]) -> bool:
+    return all(j.spec["config"]["device"] == "cpu" for j in jobs)
+
+
 def local_gpu_name(jobs: list[Job]) -> str | None:
     """The GPU model this machine's jobs run on; None for CPU jobs."""
-    return None if all(j.spec["config"]["device"] == "cpu" for j in jobs) else nvml_gpus()[1]
+    return None if cpu_only(jobs) else nvml_gpus()[1]
 
 
 def local_slots(jobs: list[Job]) -> int:
     """How many jobs an embedded Ray runs at a time here (one a GPU; one on a CPU): for the
     dry run's estimate, before Ray starts."""
-    if all(j.spec["config"]["device"] == "cpu" for j in jobs):
+    if cpu_only(jobs):
         return 1
     return max(1, nvml_gpus()[0] or 1)
 
@@ -45,7 +48,7 @@ def local_gpus(conf: dict, jobs: list[Job]) -> int | None:
     device=cuda: so that a dry run and a real run refuse alike. None on a cluster (Ray
     counts its GPUs once joined), when no job asks for CUDA, or without pynvml (Ray's own
     count decides once it has started)."""
-    if conf["address"] or os.environ.get("RAY_ADDRESS"):
+    if cluster_address(conf):
         return None
     if not any(j.spec["config"]["device"] == "cuda" for j in jobs):
         return None

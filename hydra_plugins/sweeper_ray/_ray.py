@@ -13,7 +13,7 @@ import tarfile
 from pathlib import Path
 
 from hydra_plugins.sweeper_ray._address import check_ray_address
-from hydra_plugins.sweeper_ray._config import with_defaults
+from hydra_plugins.sweeper_ray._config import cluster_address, with_defaults
 from hydra_plugins.sweeper_ray._reaper import watch_embedded_ray
 from sweeper.record import relocate, write_record
 from sweeper.sweep.control import Job
@@ -25,7 +25,7 @@ _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def init_ray(conf: dict) -> str:
     conf = with_defaults(conf)
-    address = conf["address"] or os.environ.get("RAY_ADDRESS")
+    address = cluster_address(conf)
     if not address:
         _loopback_only()
     import ray

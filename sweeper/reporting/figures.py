@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from sweeper.analysis.categories import CATEGORIES  # noqa: E402
+from sweeper.reporting import tables  # noqa: E402
 
 # One colour per category in every figure.
 COLORS = dict(zip(CATEGORIES, plt.get_cmap("tab20").colors[::2] + plt.get_cmap("tab20").colors[1::2]))
@@ -231,7 +232,7 @@ def compile_figure(jobs: pd.DataFrame, out_dir: Path) -> Figure:
     colors = {False: "tab:blue", True: "tab:orange"}
     # a max-autotune compile seeded from the autotune store skipped the tuning it found there:
     # hatched, so that cold compiles are compared with cold ones
-    seeded = [bool(n) and n > 0 for n in ok.get("autotune_seeded", pd.Series(None, index=ok.index)).fillna(0)]
+    seeded = [tables.seeded(n) for n in ok.get("autotune_seeded", pd.Series(None, index=ok.index))]
     ax.barh(range(len(ok)), ok["compile_s"], color=[colors[bool(a)] for a in ok["autotune"]],
             hatch=["//" if s else "" for s in seeded], edgecolor="white")
     ax.set_yticks(range(len(ok)), ok["label"])

@@ -162,8 +162,7 @@ def job_detail(old: SweepTables, new: SweepTables, key: str, threshold_pct: floa
 
 def seed_state(row: pd.Series) -> str:
     """cold or seeded: whether the job's max-autotune compile started from the autotune store."""
-    n = row.get("autotune_seeded")
-    return "seeded" if n is not None and pd.notna(n) and n > 0 else "cold"
+    return "seeded" if tables.seeded(row.get("autotune_seeded")) else "cold"
 
 
 def compare_sweeps(new: Path, old: Path, threshold_pct: float = rg.DEFAULT_THRESHOLD_PCT,

@@ -114,6 +114,12 @@ BENCH_COLUMNS: dict[str, str] = {
 }
 
 
+def seeded(autotune_seeded) -> bool:
+    """Whether a job's max-autotune compile started from the autotune store (its
+    `autotune_seeded` column: choices found there), so compiled cold or not."""
+    return autotune_seeded is not None and bool(pd.notna(autotune_seeded)) and autotune_seeded > 0
+
+
 def job_label(cfg: dict) -> str:
     """'mixnet_l b128 train fp16' plus the variant: the name figures use for a job."""
     parts = [str(cfg.get("model")), f"b{cfg.get('batch_size')}", "train" if cfg.get("mode") == "training" else "infer"]

@@ -10,8 +10,7 @@ from sweeper.record import write_record
 from tasks import autotune_store
 
 
-def shares(config: dict) -> bool:
-    return bool(config.get("autotune")) and autotune_store.enabled(config.get("autotune_store"))
+shares = autotune_store.shared_by  # the job's own side asks the same question (tasks/phases.py)
 
 
 def _torch_version() -> str:

@@ -95,14 +95,15 @@ def describe(name: str, info: dict) -> str:
             f"triton {info.get('triton') or 'none'}, timm {info.get('timm')})")
 
 
-def environments(specs: list[dict]) -> dict[str, str]:
-    """name -> interpreter of every environment the jobs name (SweepConfigError if one is
-    neither a defined name nor a path)."""
+def assign_interpreters(specs: list[dict]) -> dict[str, str]:
+    """Each job spec's interpreter (`python_executable`, which job_process runs) from its
+    config's `python`; returns name -> interpreter of every environment the jobs name
+    (SweepConfigError if one is neither a defined name nor a path)."""
     out = {}
     for spec in specs:
         cfg = spec["config"]
         if cfg.get("python"):
-            out[str(cfg["python"])] = resolve(cfg["python"], cfg.get("pythons"))
+            spec["python_executable"] = out[str(cfg["python"])] = resolve(cfg["python"], cfg.get("pythons"))
     return out
 
 
@@ -132,3 +133,12 @@ def check_on_nodes(envs: dict[str, str], need_triton: bool) -> tuple[dict[str, d
         if p:
             problems.append(f"on node {address}: {p}")
     return infos, problems
+
+
+def check(envs: dict[str, str], need_triton: bool, on_nodes: bool = False) -> list[str]:
+    """Probe every environment, here or on each node of the joined Ray cluster: a line
+    describing each, or SweepConfigError naming every problem."""
+    infos, problems = (check_on_nodes if on_nodes else check_here)(envs, need_triton)
+    if problems:
+        raise SweepConfigError("; ".join(problems) + "; no job was run")
+    return [describe(name, info) for name, info in infos.items()]

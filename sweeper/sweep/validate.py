@@ -89,12 +89,13 @@ def check_sweep(jobs: list[tuple[int, list[str], dict]], gpus_available: float |
             f"{len(lines)} problem(s) found before starting; no job was run:\n" + "\n".join(lines))
 
 
-def stop_on_problem(check, *args) -> None:
-    """Run a pre-flight check; on a problem, say it and exit with code 2, having run nothing."""
+def stop_on_problem(check, *args):
+    """Run a pre-flight check and return what it returns; on a problem, say it and exit
+    with code 2, having run nothing."""
     import sys
 
     try:
-        check(*args)
+        return check(*args)
     except SweepConfigError as e:
         print(f"sweeper: {e}", file=sys.stderr, flush=True)
         raise SystemExit(2) from None
