@@ -26,9 +26,11 @@
 #          --kernels; results: bench/results/nightly/.
 #   headline  the mission's command as a user types it (python -m sweeper
 #          model=mixnet_l,densenet121 autotune=on,off) on every GPU, from a cold start (no
-#          autotune store, fresh caches), then the same command again, each after its dry
-#          run; bench/headline.py and a history compare of the two; results:
+#          autotune or compile store, fresh caches), then the same command again, each after
+#          its dry run; bench/headline.py and a history compare of the two; results:
 #          bench/results/headline/.
+#   headline_model  the same for one of its models (MODEL, default mixnet_l): python -m
+#          sweeper model=$MODEL autotune=on,off, cold then again.
 #   builds  two Python environments of the machine's torch in one sweep (python=a,b), four
 #          models (MODELS=...; SEEDS=0,1 repeats each pair), then `history compare
 #          --between python`; results: bench/results/builds/.
@@ -170,7 +172,7 @@ nightly() {
 # A command run twice as a user would: a cold start (no autotune store, no earlier sweep),
 # then again, each after its dry run; then bench/headline.py and a kernel compare of the two.
 twice() {
-  rm -rf ~/.cache/sweeper/autotune outputs  # nothing tuned or run before
+  rm -rf ~/.cache/sweeper/autotune ~/.cache/sweeper/compile outputs  # nothing tuned, compiled or run before
   for run in first second; do
     python3 -m sweeper "$@" dry_run=true > "$S/${run}_dry_run.log" 2>&1
     local t0=$(date +%s)
@@ -189,6 +191,7 @@ twice() {
 }
 
 headline() { twice model=mixnet_l,densenet121 autotune=on,off; }
+headline_model() { twice model="${MODEL:-mixnet_l}" autotune=on,off; }
 
 # Two Python environments of the machine's one torch (a second virtualenv that sees the
 # machine's packages): one sweep pairing them on the same GPU, and the builds' compare.
@@ -212,7 +215,7 @@ store_rerun() { twice model=resnet18 mode=inference batch_size=32 autotune=on,of
 machine_info
 log "start ${1:-}"
 case "${1:-}" in
-  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|store_rerun|builds) "$1" ;;
-  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|store_rerun|builds" >&2; exit 2 ;;
+  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|store_rerun|builds) "$1" ;;
+  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|store_rerun|builds" >&2; exit 2 ;;
 esac
 log ALLDONE

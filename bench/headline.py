@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sweeper.record import read_record  # noqa: E402
-from sweeper.reporting.tables import job_label  # noqa: E402
+from sweeper.reporting.tables import compile_state, job_label  # noqa: E402
 
 PHASES = ("setup", "build", "eager", "compile", "warmup", "timing", "steady_loop", "time_modules", "profile_step",
           "profile_modules", "microbench")
@@ -33,19 +33,35 @@ def one_sweep(sweep: Path) -> tuple[float, list[dict]]:
     return float(summary["elapsed_s"]), recs
 
 
+SPLIT = ("template_autotuning_s", "template_precompiling_s", "kernel_autotuning_s", "coordinate_descent_s",
+         "fusion_benchmarking_s", "rest_s", "template_ops")
+
+
 def table(recs: list[dict]) -> list[str]:
-    out = ["| job (in the order they started) | status | GPU host | started | job s | "
-           + " | ".join(PHASES) + " | template autotuning s | template precompiling s | kernel autotuning s "
-           "| choices from the store | new in the store |",
-           "|---" * (7 + len(PHASES) + 4) + "|"]
+    out = ["| job (in the order they started) | status | compile state | started | job s | "
+           + " | ".join(PHASES) + " | " + " | ".join(s.replace("_s", " s").replace("_", " ") for s in SPLIT)
+           + " | choices from the store | new in the store | compile MB |",
+           "|---" * (5 + len(PHASES) + len(SPLIT) + 3) + "|"]
     for r in recs:
         t = r.get("timings") or {}
         phase, split, store = t.get("phase_s") or {}, t.get("compile_split_s") or {}, t.get("autotune_store") or {}
-        out.append(f"| {job_label(r['config'])} | {r['status']} | {r['job'].get('host')} "
+        size = (t.get("compile_store") or {}).get("job_bytes")
+        out.append(f"| {job_label(r['config'])} | {r['status']} | {compile_state(t)} "
                    f"| {(r['job'].get('started_at') or '')[11:19]} | {r['job'].get('duration_s')} | "
-                   + " | ".join(str(phase.get(p, "–")) for p in PHASES)
-                   + f" | {split.get('template_autotuning_s')} | {split.get('template_precompiling_s')} "
-                     f"| {split.get('kernel_autotuning_s')} | {store.get('seeded_entries')} | {store.get('new_in_store')} |")
+                   + " | ".join(str(phase.get(p, "–")) for p in PHASES) + " | "
+                   + " | ".join(str(split.get(k, "–")) for k in SPLIT)
+                   + f" | {store.get('seeded_entries')} | {store.get('new_in_store')} "
+                     f"| {'–' if size is None else round(size / 1e6, 1)} |")
+    return out
+
+
+def timers(recs: list[dict]) -> list[str]:
+    """Each job's costliest Inductor timers (they nest: a breakdown of where, not a sum)."""
+    out = []
+    for r in recs:
+        top = list(((r.get("timings") or {}).get("compile_timers") or {}).items())[:8]
+        if top:
+            out.append(f"- {job_label(r['config'])}: " + ", ".join(f"{k} {s:.0f} s ({n})" for k, (n, s) in top))
     return out
 
 
@@ -69,6 +85,9 @@ def main() -> int:
               f"{sum(r['status'] == 'ok' for r in recs)} of {len(recs)} jobs ok\n")
         print("\n".join(table(recs)))
         print(f"\n{dominant(recs)}")
+        if timers(recs):
+            print("\nInductor's costliest timers per job (seconds, calls; nested, so they overlap):\n")
+            print("\n".join(timers(recs)))
         one_gpu = sum(r["job"].get("duration_s") or 0 for r in recs)
         print(f"\nthe jobs' own seconds added up (one GPU running them in turn, an estimate, not a run): "
               f"{one_gpu:.0f} s; this run's wall time against it: {wall / one_gpu:.2f}\n")

@@ -17,7 +17,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from sweeper.sweep import autotune_sharing, pythons, summary as sm
+from sweeper.sweep import stores, pythons, summary as sm
 from sweeper.sweep.config import register
 from sweeper.sweep.control import job_spec, sigterm_as_interrupt
 from sweeper.sweep.show_config import sweep_configs, wants_config, without_multirun
@@ -50,9 +50,9 @@ def run_one(cfg: DictConfig) -> str:
         record = failed_record(spec, job_dir, "; ".join(problems), 0.0)
         write_record(job_dir, record)
     else:
-        record = run_job_process(autotune_sharing.with_seed(spec), job_dir, cfg.timeout_s or None,
+        record = run_job_process(stores.with_seed(spec), job_dir, cfg.timeout_s or None,
                                  progress_printer(str(num)))
-        record = autotune_sharing.bring_back(spec, job_dir, record)
+        record = stores.bring_back(spec, job_dir, record)
     _basic["sweep_dir"] = job_dir.parent
     _basic["jobs"].append(sm.job_entry(num, overrides, job_dir, record))
     sm.write_summary(job_dir.parent, _basic["jobs"], _basic["started"], sys.argv[1:], done=False)

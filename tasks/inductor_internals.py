@@ -8,6 +8,7 @@ where to look first; the tests that exercise each are named beside it.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 TESTED_ON = ("2.11.0", "2.14.1")
@@ -44,28 +45,102 @@ def compile_metrics() -> dict[str, list[float]]:
     return dict(compilation_time_metrics)
 
 
-def autotuned_choices() -> int:
-    """How many mm/conv template autotunings max-autotune has run in this process so far."""
+def autotuned_ops() -> int:
+    """How many mm/conv ops max-autotune has autotuned (all their choices timed) in this process so far."""
     return sum(len(v) for k, v in compile_metrics().items() if k.endswith("_template_autotuning"))
 
 
+# Inductor's timers (dynamo_timed names) for each part of a max-autotune compile. Names
+# seen in torch 2.11 and 2.14's source: select_algorithm.py (templates), runtime/
+# triton_heuristics.py (a Triton kernel's own configs, timed at its first launch), scheduler.py
+# (fusions decided by benchmarking them).
+_SPLIT: dict[str, Callable[[str], bool]] = {
+    "template_autotuning_s": lambda k: k.endswith("_template_autotuning"),
+    "template_precompiling_s": lambda k: k.endswith("_template_precompiling"),
+    "kernel_autotuning_s": lambda k: k == "CachingAutotuner.benchmark_all_configs",
+    "coordinate_descent_s": lambda k: k == "CachingAutotuner.coordinate_descent_tuning",
+    "fusion_benchmarking_s": lambda k: k in ("benchmark_fused_nodes", "benchmark_codegened_module",
+                                             "benchmark_combo_kernel", "CachingAutotuner.combo_sequential_autotune"),
+}
+
+
 def compile_split(compile_s: float) -> dict:
-    """The first step's seconds by kind, from Inductor's own timers: template autotuning
-    (max-autotune's benchmarking of mm/conv choices), compiling those choices, Triton
-    kernels' runtime autotuning, and the rest. Parts may overlap where Inductor runs them
-    in threads, so `rest_s` is floored at 0."""
+    """The first step's seconds by kind, from Inductor's own timers: max-autotune's
+    benchmarking of mm/conv template choices and its compiling of them, a Triton kernel's
+    runtime choice among its configs, coordinate-descent tuning of a kernel's block sizes
+    (max-autotune modes turn it on), fusions decided by benchmarking, and the rest; with
+    the number of template autotunings (ops). Parts may overlap where Inductor runs them in
+    threads or one inside another, so `rest_s` is floored at 0."""
     metrics = compile_metrics()
-
-    def total(match: Callable[[str], bool]) -> float:
-        return round(sum(sum(v) for k, v in metrics.items() if match(k)), 3)
-
-    split = {
-        "template_autotuning_s": total(lambda k: k.endswith("_template_autotuning")),
-        "template_precompiling_s": total(lambda k: k.endswith("_template_precompiling")),
-        "kernel_autotuning_s": total(lambda k: k == "CachingAutotuner.benchmark_all_configs"),
-    }
+    split = {name: round(sum(sum(v) for k, v in metrics.items() if match(k)), 3) for name, match in _SPLIT.items()}
     split["rest_s"] = round(max(0.0, compile_s - sum(split.values())), 3)
+    split["template_ops"] = sum(len(v) for k, v in metrics.items() if _SPLIT["template_autotuning_s"](k))
     return split
+
+
+def compile_timers(top: int = 15) -> dict[str, list]:
+    """Inductor's costliest timers so far, name -> [calls, seconds], costliest first: where a
+    compile went when the split's parts do not say (timers nest, so they overlap)."""
+    totals = sorted(((k, len(v), round(sum(v), 3)) for k, v in compile_metrics().items()), key=lambda t: -t[2])
+    return {k: [n, s] for k, n, s in totals[:top]}
+
+
+def compile_cache_counters() -> dict[str, int]:
+    """How many compiled graphs came from Inductor's caches in this process: FX graphs
+    (fxgraph_cache_hit/miss) and, for training, AOTAutograd's joint graphs."""
+    from torch._dynamo.utils import counters
+
+    inductor, aot = counters["inductor"], counters["aot_autograd"]
+    return {"fxgraph_hits": inductor["fxgraph_cache_hit"], "fxgraph_misses": inductor["fxgraph_cache_miss"],
+            "autograd_hits": aot["autograd_cache_hit"], "autograd_misses": aot["autograd_cache_miss"]}
+
+
+def save_cache_artifacts() -> tuple[bytes, dict[str, int]] | None:
+    """Everything this process compiled (or loaded from cache) as one portable blob, with a
+    count by kind (inductor, aot_autograd, autotune, ...): PyTorch's "mega-cache"
+    (torch.compiler.save_cache_artifacts). None when there is nothing."""
+    import torch
+
+    got = torch.compiler.save_cache_artifacts()
+    if not got:
+        return None
+    data, info = got
+    return data, {kind: len(keys) for kind, keys in info.artifacts.items()}
+
+
+def load_cache_artifacts(data: bytes) -> dict[str, int]:
+    """Put a blob from save_cache_artifacts into this process's caches before it compiles;
+    a count by kind of what it held."""
+    import torch
+
+    info = torch.compiler.load_cache_artifacts(data)
+    return {kind: len(keys) for kind, keys in (info.artifacts.items() if info else [])}
+
+
+def tuned_configs(cache_dir: Path) -> dict[str, str]:
+    """The Triton kernels' tuned configs in an Inductor cache folder, relative path -> file
+    text: `<cache>/<xx>/<key>.best_config`, written when a kernel's runtime autotuning or
+    coordinate-descent tuning chose (runtime/autotune_cache.py: LocalAutotuneCache).
+
+    Why apart from save_cache_artifacts: its blob records a kernel's config once per save,
+    the configs-benchmark's choice and then coordinate descent's, and on torch 2.11 a warm
+    load left some kernels with the first, so coordinate descent ran again on them (6 and 10
+    of 27 kernels of resnet18 with max-autotune on an H200). The files on disk hold the last."""
+    return {str(p.relative_to(cache_dir)): p.read_text() for p in sorted(Path(cache_dir).glob("*/*.best_config"))}
+
+
+def put_tuned_configs(cache_dir: Path, files: dict[str, str]) -> int:
+    """Write tuned_configs() of an earlier run back, over what a loaded blob put there;
+    returns how many were written (only `<xx>/<key>.best_config` inside the cache)."""
+    root, written = Path(cache_dir).resolve(), 0
+    for rel, text in files.items():
+        path = (root / rel).resolve()
+        if path.parent.parent != root or path.suffix != ".best_config":
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        written += 1
+    return written
 
 
 def loaded_code_modules():

@@ -112,7 +112,8 @@ def run(spec: dict, job_dir: Path) -> dict:
         record["artifacts"]["cache"] = str(Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]).parent)
     gc_watch, host = GcWatch().install(), HostLoad()
     clock = PhaseClock(record, gc_watch, host)
-    ctx = JobContext(cfg, job_dir, record, autotune_seed=spec.get("autotune_seed"))
+    ctx = JobContext(cfg, job_dir, record, autotune_seed=spec.get("autotune_seed"),
+                     compile_seed=spec.get("compile_seed"))
     try:
         for phase in PHASES:
             if phase.when(ctx):

@@ -19,7 +19,7 @@ from typing import Callable
 
 from sweeper.analysis.breakdown import spread
 from sweeper.record import PHASE_MARK, Record
-from tasks import autotune_store
+from tasks import autotune_store, compile_store
 from tasks import inductor_internals as inductor
 from tasks.modules_profile import ModuleRun
 
@@ -67,6 +67,7 @@ class JobContext:
     modules: list[ModuleRun] = field(default_factory=list)
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     autotune_seed: dict | None = None  # the driver's store entries for this job (tasks/autotune_store.py)
+    compile_seed: dict | None = None  # an earlier run's compile of this job, from the driver (tasks/compile_store.py)
 
     @property
     def measure(self) -> dict:
@@ -177,9 +178,14 @@ def compile_step(ctx: JobContext) -> None:
 
     if autotune_store.shared_by(ctx.cfg):  # max-autotune results of earlier jobs, from the driver
         seed = ctx.autotune_seed or {"notes": ["no store entries came with the job (not started by the launcher)"]}
-        got = autotune_store.seed_job(seed, Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]), torch.__version__)
+        got = autotune_store.seed_job(seed, inductor_cache(), torch.__version__)
         ctx.timings["autotune_store"] = got
         say(f"autotune store {got['store']}: {got['seeded_entries']} timed choices from earlier jobs")
+    if compile_store.shared_by(ctx.cfg):  # an earlier run of this very job compiled it: load, not compile
+        got = compile_store.seed_job(ctx.compile_seed, ctx.job_dir, inductor_cache(), torch.__version__)
+        ctx.timings["compile_store"] = got
+        if got["loaded"]:
+            say(f"compile store {got['store']}: an earlier run's compile of this job ({got['bytes'] / 1e6:.1f} MB) loaded")
     inductor.reset_dynamo()
     mode = ctx.record["config"]["compile_mode"]
     compiled = torch.compile(ctx.workload.forward_fn(), mode=None if mode == "default" else mode)
@@ -198,6 +204,8 @@ def compile_step(ctx: JobContext) -> None:
     synchronize(ctx.device)
     ctx.timings["compile_s"] = round(time.time() - t0, 3)
     ctx.timings["compile_split_s"] = inductor.compile_split(ctx.timings["compile_s"])
+    ctx.timings["compile_timers"] = inductor.compile_timers()
+    ctx.timings["compile_cache"] = inductor.compile_cache_counters()
 
 
 def warmup(ctx: JobContext) -> None:
@@ -211,16 +219,54 @@ def warmup(ctx: JobContext) -> None:
     ctx.timings["warmup_s"] = round(time.time() - t0, 3)
     ctx.stack.close()  # the module capture ends with the warm-up: the backward compiles at the first step
     if autotune_store.shared_by(ctx.cfg):  # every autotuning is done by now: the entries go back to the driver
-        import torch
-
-        ctx.timings["autotune_store"]["job_entries"] = autotune_store.write_job_entries(
-            ctx.job_dir, Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]), torch.__version__)
+        ctx.timings["autotune_store"]["job_entries"] = autotune_store.write_job_entries(ctx.job_dir, inductor_cache(),
+                                                                                        torch_version())
+    if compile_store.shared_by(ctx.cfg):  # every graph is compiled by now: the job's compile goes back too
+        store = ctx.timings.setdefault("compile_store", {})
+        if compiled_warm(ctx.timings) and not compiled_anything():
+            store["job_bytes"] = store.get("bytes")  # all of it came from the store, which keeps it as it is
+        else:
+            store["job_bytes"] = compile_store.write_job_blob(
+                ctx.job_dir, inductor_cache(), torch_version(), (ctx.record["environment"] or {}).get("gpu"),
+                cold_compile_s(ctx))
     if not ctx.capture.modules:
         raise RuntimeError("no compiled module was captured: Inductor produced no wrapper code")
     with InputCapture(ctx.capture.modules) as real_inputs:
         ctx.step()  # one more warm-up step, keeping a copy of each module's real inputs
         synchronize(ctx.device)
     ctx.real_inputs = real_inputs
+
+
+def inductor_cache() -> Path:
+    """The job's own Inductor cache folder (set by tasks/job.prepare_process before torch loads)."""
+    return Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+
+
+def torch_version() -> str:
+    import torch
+
+    return torch.__version__
+
+
+def compiled_warm(timings: dict) -> bool:
+    """Whether the job's compile came from a cache (an FX graph cache hit): its compile_s
+    is then a warm figure, not a compile's."""
+    return bool((timings.get("compile_cache") or {}).get("fxgraph_hits"))
+
+
+def compiled_anything() -> bool:
+    """Whether some graph of this process so far missed Inductor's caches (was compiled here)."""
+    counts = inductor.compile_cache_counters()
+    return bool(counts["fxgraph_misses"] or counts["autograd_misses"])
+
+
+def cold_compile_s(ctx: JobContext) -> float | None:
+    """Seconds of this job's compile and warm-up when compiled cold: its own, or, when it
+    loaded an earlier run's compile, that run's (kept with it in the compile store)."""
+    t = ctx.timings
+    if compiled_warm(t):
+        return (t.get("compile_store") or {}).get("cold_compile_s")
+    return round(t["compile_s"] + t.get("warmup_s", 0.0), 3)
 
 
 def timing(ctx: JobContext) -> None:
@@ -254,8 +300,14 @@ def steady(ctx: JobContext) -> None:
 def heartbeat_line(phase: str, seconds: float) -> str:
     """What a phase that runs long says it is doing (tasks/job.PhaseClock's heartbeat)."""
     if phase == "compile":
-        chosen = inductor.autotuned_choices()  # max-autotune's progress; none without it
-        return f"still compiling: {seconds:.0f} s" + (f", {chosen} autotuned choices so far" if chosen else "")
+        chosen = inductor.autotuned_ops()  # max-autotune's progress; none without it
+        if not chosen:
+            return f"still compiling: {seconds:.0f} s"
+        split = inductor.compile_split(seconds)  # where the autotuning went so far
+        parts = ", ".join(f"{k[:-2].replace('_', ' ')} {v:.0f} s" for k, v in split.items()
+                          if k.endswith("_s") and k != "rest_s" and v >= 1)
+        # an op (an mm or convolution of given shapes) times 10 to 22 choices (docs/findings.md)
+        return f"still compiling: {seconds:.0f} s, {chosen} ops autotuned so far" + (f" ({parts})" if parts else "")
     return f"still in phase {phase}: {seconds:.0f} s"
 
 

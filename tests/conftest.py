@@ -11,9 +11,10 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 @pytest.fixture(autouse=True, scope="session")
 def _own_autotune_store(tmp_path_factory):
-    """Sweeps run by the tests keep their autotune store apart from the user's
-    (~/.cache/sweeper/autotune, conf/config.yaml); a test that needs its own sets its own."""
+    """Sweeps run by the tests keep their autotune and compile stores apart from the user's
+    (~/.cache/sweeper/autotune and compile, conf/config.yaml); a test that needs its own sets its own."""
     os.environ["SWEEPER_AUTOTUNE_STORE"] = str(tmp_path_factory.mktemp("autotune_store"))
+    os.environ["SWEEPER_COMPILE_STORE"] = str(tmp_path_factory.mktemp("compile_store"))
 
 
 @pytest.fixture
@@ -36,6 +37,19 @@ def read_text(path: Path) -> str:
         with gzip.open(path, "rt") as f:
             return f.read()
     return path.read_text()
+
+
+def sweep_from_fixture(src: Path, dest: Path) -> Path:
+    """A sweep folder at dest from a fixture folder of GPU records (<n>.result.json.gz and
+    summary.json.gz), the summary's job folders pointed at dest."""
+    summary = json.loads(gzip.decompress((src / "summary.json.gz").read_bytes()))
+    for job in summary["jobs"]:
+        (dest / str(job["num"])).mkdir(parents=True)
+        (dest / str(job["num"]) / "result.json").write_bytes(
+            gzip.decompress((src / f"{job['num']}.result.json.gz").read_bytes()))
+        job["dir"] = str(dest / str(job["num"]))
+    (dest / "summary.json").write_text(json.dumps(summary))
+    return dest
 
 
 @pytest.fixture

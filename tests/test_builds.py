@@ -5,7 +5,6 @@ The second environment is made the way docs/running.md tells users to set up a s
 build beside the first: its own virtualenv holding only torch (and the matching
 torchvision), everything else from the main environment through a .pth file."""
 
-import json
 import os
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 
 from importlib.metadata import version
 
+from conftest import sweep_from_fixture
 from sweeper.record import read_record
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,18 +101,10 @@ def test_a_missing_or_broken_environment_stops_the_sweep_before_any_job(tmp_path
 def test_h200_builds_of_one_torch_pair_up_and_flag_nothing(tmp_path):
     """Two environments of the same torch on one H200, A, B, A, B: the report's builds
     section and `history compare --between python` pair the four models and flag none."""
-    import gzip
-
     from sweeper.aggregate import aggregate
 
     src = ROOT / "tests" / "fixtures" / "h200" / "builds"
-    d = tmp_path / "builds"
-    summary = json.loads(gzip.decompress((src / "summary.json.gz").read_bytes()))
-    for job in summary["jobs"]:
-        (d / str(job["num"])).mkdir(parents=True)
-        (d / str(job["num"]) / "result.json").write_bytes(gzip.decompress((src / f"{job['num']}.result.json.gz").read_bytes()))
-        job["dir"] = str(d / str(job["num"]))
-    (d / "summary.json").write_text(json.dumps(summary))
+    d = sweep_from_fixture(src, tmp_path / "builds")
     recs = [read_record(d / str(n)) for n in range(8)]
     assert [r["config"]["python"] for r in recs] == ["a", "b"] * 4  # A, B on the one GPU, model by model
     assert all(recs[n]["job"]["started_at"] >= recs[n - 1]["job"]["finished_at"] for n in range(1, 8))

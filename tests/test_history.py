@@ -14,6 +14,7 @@ import pytest
 
 from sweeper.analysis import regression as rg
 from sweeper.aggregate import aggregate
+from conftest import sweep_from_fixture
 from sweeper.reporting.tables import distinct_labels
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -268,14 +269,7 @@ def h200_nights(root: Path) -> Path:
     """The four H200 nights (tests/fixtures/h200/nightly) as sweep folders under root."""
     src = Path(__file__).parent / "fixtures" / "h200" / "nightly"
     for night in sorted(src.iterdir()):
-        sweep = root / night.name
-        summary = json.loads(gzip.decompress((night / "summary.json.gz").read_bytes()))
-        for job in summary["jobs"]:
-            (sweep / str(job["num"])).mkdir(parents=True)
-            (sweep / str(job["num"]) / "result.json").write_bytes(
-                gzip.decompress((night / f"{job['num']}.result.json.gz").read_bytes()))
-            job["dir"] = str(sweep / str(job["num"]))
-        (sweep / "summary.json").write_text(json.dumps(summary))
+        sweep_from_fixture(night, root / night.name)
     return root
 
 

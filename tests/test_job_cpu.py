@@ -69,9 +69,14 @@ def test_training_job_record(training_job):
     assert "phase compile" in out and "phase done" in out
     assert "still compiling: " in out  # a long compile does not look hung
     split = t["compile_split_s"]
-    assert set(split) == {"template_autotuning_s", "template_precompiling_s", "kernel_autotuning_s", "rest_s"}
-    assert split["template_autotuning_s"] == 0.0  # autotune=off
+    assert set(split) == {"template_autotuning_s", "template_precompiling_s", "kernel_autotuning_s",
+                          "coordinate_descent_s", "fusion_benchmarking_s", "rest_s", "template_ops"}
+    assert split["template_autotuning_s"] == 0.0 and split["template_ops"] == 0  # autotune=off
     assert 0 < split["rest_s"] <= t["compile_s"]
+    # Inductor's own timers, costliest first; the FX graph cache missed twice (forward, backward)
+    timers = list(t["compile_timers"].values())
+    assert timers and all(n >= 1 and s >= 0 for n, s in timers) and timers == sorted(timers, key=lambda v: -v[1])
+    assert t["compile_cache"]["fxgraph_misses"] == 2 and t["compile_cache"]["fxgraph_hits"] == 0
     # the CPU kernel table: Inductor's C++ kernels from the profile, no standalone figure
     table = rec["kernel_table"]
     assert table["rows"] and "CPU" in table["method"]

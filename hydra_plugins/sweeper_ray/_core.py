@@ -39,7 +39,7 @@ from hydra_plugins.sweeper_ray._machine import cpu_only, local_gpu_name, local_g
 from hydra_plugins.sweeper_ray._ray import (collect, init_ray, job_resources, record_without_worker, run_in_worker,
                                              scratch_key)
 from sweeper.sweep import summary as sm
-from sweeper.sweep import autotune_sharing, pythons
+from sweeper.sweep import stores, pythons
 from sweeper.sweep.control import (Job, check_jobs, confirm, discard_unused_sweep_dir, dry_run, lock_sweep, make_jobs,
                                    reusable, save_hydra_files, sigterm_as_interrupt)
 from sweeper.sweep.order import JobQueue, shape_group
@@ -111,7 +111,7 @@ class RaySweep:
     each; Ctrl-C cancels the rest.
 
     Jobs are submitted one free slot at a time rather than all at once, so that each job
-    leaves with the autotune store as it is when the job starts (autotune_sharing.py)."""
+    leaves with the autotune store as it is when the job starts (stores.py)."""
 
     def __init__(self, conf: dict, jobs: list[Job], sweep_dir: Path) -> None:
         self.conf, self.jobs, self.sweep_dir = conf, jobs, sweep_dir
@@ -177,9 +177,9 @@ class RaySweep:
         self.remote = ray.remote(max_calls=1)(run_in_worker).options(
             max_retries=int(conf["max_retries_on_node_loss"]), **res)
         tuned = {shape_group(j.spec["config"]) for j in self.jobs  # kept from an earlier run: their timings are in the store
-                 if j.num in self.records and autotune_sharing.shares(j.spec["config"])}
+                 if j.num in self.records and stores.shares(j.spec["config"])}
         self.queue = JobQueue(to_run, config=lambda j: j.spec["config"], num=lambda j: j.num,
-                              shares=autotune_sharing.shares, tuned=tuned)
+                              shares=stores.shares, tuned=tuned)
         self.fill()
 
     def fill(self) -> None:
@@ -192,7 +192,7 @@ class RaySweep:
             save_hydra_files(job)
             log.info(f"\t#{job.num} : {job.name}")
             timeout = job.spec["config"]["timeout_s"] or None
-            ref = self.remote.remote(autotune_sharing.with_seed(job.spec), str(self.scratch_root / job.job_dir.name),
+            ref = self.remote.remote(stores.with_seed(job.spec), str(self.scratch_root / job.job_dir.name),
                                      timeout, str(self.conf["compile_threads"]))
             self.pending[ref] = job
             self.submitted_at[job.num] = time.time()
@@ -206,7 +206,7 @@ class RaySweep:
                 job = self.pending.pop(ref)
                 took = time.time() - self.submitted_at[job.num]
                 record = collect(ref, job, took, self.scratch_root / job.job_dir.name)
-                record = autotune_sharing.bring_back(job.spec, job.job_dir, record)
+                record = stores.bring_back(job.spec, job.job_dir, record)
                 self.finished(job, record)
                 self.queue.done(job)
                 self.fill()

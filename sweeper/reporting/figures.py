@@ -230,17 +230,21 @@ def compile_figure(jobs: pd.DataFrame, out_dir: Path) -> Figure:
     ok = ok.sort_values("compile_s")
     fig, ax = plt.subplots(figsize=(9, 1.6 + 0.4 * len(ok)))
     colors = {False: "tab:blue", True: "tab:orange"}
-    # a max-autotune compile seeded from the autotune store skipped the tuning it found there:
-    # hatched, so that cold compiles are compared with cold ones
-    seeded = [tables.seeded(n) for n in ok.get("autotune_seeded", pd.Series(None, index=ok.index))]
+    # a max-autotune compile seeded from the autotune store skipped the tuning it found there,
+    # a warm one (the compile store's earlier compile of the job) compiled nothing: hatched,
+    # so that cold compiles are compared with cold ones
+    states = [tables.state_of(row) for _, row in ok.iterrows()]
+    hatches = {"cold": "", "seeded": "//", "warm": ".."}
     ax.barh(range(len(ok)), ok["compile_s"], color=[colors[bool(a)] for a in ok["autotune"]],
-            hatch=["//" if s else "" for s in seeded], edgecolor="white")
+            hatch=[hatches[s] for s in states], edgecolor="white")
     ax.set_yticks(range(len(ok)), ok["label"])
     for tuned, name in ((False, "default"), (True, "max-autotune")):  # the key, for the colours used
         if (ok["autotune"].astype(bool) == tuned).any():
             ax.barh([0], [0], color=colors[tuned], label=name)
-    if any(seeded):
-        ax.barh([0], [0], color=colors[True], hatch="//", edgecolor="white", label="max-autotune, seeded from the store")
+    if "seeded" in states:
+        ax.barh([0], [0], color=colors[True], hatch="//", edgecolor="white", label="max-autotune, seeded from the autotune store")
+    if "warm" in states:
+        ax.barh([0], [0], color="tab:gray", hatch="..", edgecolor="white", label="warm: loaded from the compile store")
     ax.set_xlim(0, float(ok["compile_s"].max()) * 1.1)
     ax.set_xlabel("first compiled step, compile included (s)")
     ax.legend(fontsize=8, loc="lower right")  # the key inside the figure

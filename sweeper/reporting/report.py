@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sweeper.reporting import tables
 from sweeper.reporting.figures import Figure, device_word
 from sweeper.sweep.summary import rerun_command
 
@@ -119,10 +120,17 @@ def _jobs_section(sweep_dir: Path, records: dict[int, dict], jobs: pd.DataFrame,
         links = " ".join(_link(p, sweep_dir, name) for name, p in traces.items()) or "–"
         out.append(
             f"<tr class='{_e(r['status'])}'><td>{r['job']}</td><td>{_e(r['label'])}</td><td>{_e(r['status'])}</td>"
-            + "".join(f"<td class='num'>{_num(r[c], f)}</td>" for _, c, f in shown)
+            + "".join(f"<td class='num'>{_num(r[c], f)}{_compile_state_mark(r) if c == 'compile_s' else ''}</td>"
+                      for _, c, f in shown)
             + f"<td>{links}</td><td>{_link(_log_of(r, entries), sweep_dir, 'job.log')}</td></tr>")
     out.append("</table>")
     return out
+
+
+def _compile_state_mark(row: pd.Series) -> str:
+    """After a compile time that is not a cold compile's: why (tables.compile_state)."""
+    state = tables.state_of(row)
+    return "" if state == "cold" else f" <span class='note' title='{_e(tables.JOB_COLUMNS['compile_state'])}'>({state})</span>"
 
 
 def _builds_section(builds, records: dict[int, dict], jobs: pd.DataFrame) -> list[str]:

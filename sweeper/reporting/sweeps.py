@@ -153,16 +153,11 @@ def job_detail(old: SweepTables, new: SweepTables, key: str, threshold_pct: floa
 
     (r_old, k_old), (r_new, k_new) = one(old), one(new)
     figures = {c: (r_old.get(c), r_new.get(c)) for c in ("compile_s", "peak_memory_mb", "busy_pct", "nvml_util_pct")}
-    seeded = [seed_state(r) for r in (r_old, r_new)]
-    if seeded[0] != seeded[1]:  # a seeded compile skips autotuning: its time says nothing of the build's
+    seeded = [tables.state_of(r) for r in (r_old, r_new)]
+    if seeded[0] != seeded[1]:  # a seeded compile skips autotuning, a warm one compiling: not the build's time
         figures[f"compile_s ({seeded[0]} -> {seeded[1]}: not comparable)"] = figures.pop("compile_s")
     return JobDetail(r_new["label"], rg.kernel_diff(k_old, k_new, threshold_pct),
                      shares(r_old), shares(r_new), figures)
-
-
-def seed_state(row: pd.Series) -> str:
-    """cold or seeded: whether the job's max-autotune compile started from the autotune store."""
-    return "seeded" if tables.seeded(row.get("autotune_seeded")) else "cold"
 
 
 def compare_sweeps(new: Path, old: Path, threshold_pct: float = rg.DEFAULT_THRESHOLD_PCT,

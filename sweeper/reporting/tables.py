@@ -40,6 +40,8 @@ JOB_COLUMNS: dict[str, str] = {
     "phase": "the phase the job was in when it stopped",
     "compile_s": "first compiled step, compile included, seconds",
     "autotune_seeded": "max-autotune choices already timed in the autotune store when the job compiled (0: it autotuned from cold; none: no store or autotune off); compare compile times of seeded jobs with seeded ones",
+    "compile_state": "cold (compiled from nothing), seeded (max-autotune timings from the autotune store) or warm (an earlier run's compile of the same job loaded from the compile store: compile_s is a load, not a compile); compare compile times within one state",
+    "compile_bytes": "size of the job's compile as the compile store keeps it (PyTorch's cache artifacts), bytes; none: store off",
     "eager_step_ms": "median eager step, ms",
     "compiled_step_ms": "median compiled step, ms",
     "speedup": "eager / compiled step time",
@@ -120,6 +122,24 @@ def seeded(autotune_seeded) -> bool:
     return autotune_seeded is not None and bool(pd.notna(autotune_seeded)) and autotune_seeded > 0
 
 
+def compile_state(timings: dict) -> str:
+    """cold, seeded or warm (JOB_COLUMNS["compile_state"]), from a record's timings: warm when
+    Inductor's FX graph cache hit, which in a job's private cache only the compile store's
+    earlier compile of the job can make happen."""
+    if ((timings.get("compile_cache") or {}).get("fxgraph_hits") or 0) > 0:
+        return "warm"
+    return "seeded" if seeded((timings.get("autotune_store") or {}).get("seeded_entries")) else "cold"
+
+
+def state_of(row) -> str:
+    """A jobs-table row's compile_state; tables written before that column existed: cold or
+    seeded, from autotune_seeded."""
+    state = row.get("compile_state")
+    if isinstance(state, str):
+        return state
+    return "seeded" if seeded(row.get("autotune_seeded")) else "cold"
+
+
 def job_label(cfg: dict) -> str:
     """'mixnet_l b128 train fp16' plus the variant: the name figures use for a job."""
     parts = [str(cfg.get("model")), f"b{cfg.get('batch_size')}", "train" if cfg.get("mode") == "training" else "infer"]
@@ -195,6 +215,8 @@ def jobs_table(records: list[Record]) -> pd.DataFrame:
                                                    step.get("busy_wall_ms")) if env.get("gpu") else None,
             "steady_step_ms": ((rec.get("timings") or {}).get("steady_loop") or {}).get("step_ms"),
             "autotune_seeded": ((rec.get("timings") or {}).get("autotune_store") or {}).get("seeded_entries"),
+            "compile_state": compile_state(rec.get("timings") or {}),
+            "compile_bytes": ((rec.get("timings") or {}).get("compile_store") or {}).get("job_bytes"),
             "step_noise_pct": step_noise_pct(rec.get("timings") or {}),
             "gpu": env.get("gpu"),
             "torch": env.get("torch"),

@@ -85,6 +85,11 @@ class JobConfig:
     # and earlier sweeps' (same torch, Triton, CUDA and GPU model), and its new ones come
     # back with its results. off: every job autotunes from cold and nothing is kept.
     autotune_store: Optional[str] = "~/.cache/sweeper/autotune"
+    # Where each job's compile is kept on the driver's machine (tasks/compile_store.py): the
+    # same job in a later sweep loads it instead of compiling (same kernels; its compile_s is
+    # then a warm figure, compile_state warm). Never shared between different jobs. off:
+    # every job compiles cold.
+    compile_store: Optional[str] = "~/.cache/sweeper/compile"
     # The Python environment the job runs in: a name from `pythons`, or an interpreter path.
     # None: the driver's own. Several (python=stable,nightly) compare builds in one sweep:
     # the report pairs the jobs that differ only in it (sweeper/sweep/pythons.py).

@@ -7,7 +7,8 @@ size, device, precision), which the dry run does not know without building the m
 A job's expected seconds are its last complete sweep's duration_s; the sweep's are the
 jobs laid out longest first on the free slots (GPUs), as the launcher starts them. Jobs
 with no earlier record are named, never guessed. A max-autotune job's earlier duration
-already includes whatever the autotune store saved it then.
+already includes whatever the autotune store saved it then, and a job's earlier warm run
+(its compile loaded from the compile store) is what the next run of it will cost again.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from pathlib import Path
 
 EARLIER_SWEEPS = 20  # newest first, at most this many sweep folders are read
 # keys that do not change what a job measures
-_NOT_THE_JOB = {"dry_run", "yes", "confirm_above", "timeout_s", "autotune_store", "cache_root", "pythons"}
+_NOT_THE_JOB = {"dry_run", "yes", "confirm_above", "timeout_s", "autotune_store", "compile_store", "cache_root",
+                "pythons"}
 
 
 def job_identity(overrides: list[str]) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from sweeper.record import PHASE_MARK, Record, RecordError, new_record, read_record, write_record
+from tasks import compile_store
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]  # holds sweeper/ and tasks/
 
@@ -70,6 +71,7 @@ def run_job_process(
     names one: config key `python`), relay its phase lines to `progress`, and return its
     result record (written by the job, or here when the process did not write one)."""
     job_dir.mkdir(parents=True, exist_ok=True)
+    spec = compile_store.place_seed(spec, job_dir)  # an earlier compile's bytes beside job.json, not in it
     (job_dir / "job.json").write_text(json.dumps(spec, indent=1, default=str))
     stale = job_dir / "result.json"
     if stale.exists():

@@ -1,0 +1,70 @@
+"""The driver's side of the two stores, both folders on the driver's machine:
+
+- the autotune store (tasks/autotune_store.py): each autotune=on job leaves with the
+  store's max-autotune timings in its spec and comes back with its own, which the store
+  keeps for every job that starts after it;
+- the compile store (tasks/compile_store.py): each job leaves with what an earlier run of
+  the same job compiled, if any, and comes back with what it compiled.
+
+Both launchers call with_seed() before a job starts and bring_back() when its folder is back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sweeper.record import write_record
+from tasks import autotune_store, compile_store
+
+
+shares = autotune_store.shared_by  # the job's own side asks the same question (tasks/phases.py)
+
+
+def _torch_version() -> str:
+    """torch.__version__ as a job here will see it ("2.14.1+cu130"; the package metadata
+    leaves out the local part), read from torch/version.py: importing torch costs seconds."""
+    import importlib.util
+    import re
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.origin:
+        return "unknown"
+    text = (Path(spec.origin).parent / "version.py").read_text()
+    found = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
+    return found.group(1) if found else "unknown"
+
+
+def with_seed(spec: dict) -> dict:
+    """The job's spec, with the stores' entries for it: the autotune store's when it
+    shares autotuning, the compile store's earlier compile of it when there is one."""
+    config, out = spec["config"], dict(spec)
+    if shares(config):
+        out["autotune_seed"] = autotune_store.load(Path(config["autotune_store"]), _torch_version())
+    if compile_store.shared_by(config):
+        out["compile_seed"] = compile_store.load(Path(config["compile_store"]), _torch_version(), config)
+    return out
+
+
+def bring_back(spec: dict, job_dir: Path, record: dict) -> dict:
+    """The job's new entries into the stores (the record says how many were new there, and
+    how many bytes of compile were kept)."""
+    config = spec["config"]
+    timings = record.setdefault("timings", {})
+    if shares(config):
+        try:
+            new = autotune_store.absorb(Path(config["autotune_store"]), job_dir)
+        except (autotune_store.StoreError, OSError) as e:  # the job's results count more than its timings
+            new, note = None, f"its autotune entries could not be kept: {e}"
+            timings.setdefault("autotune_store", {}).setdefault("notes", []).append(note)
+        if new is not None:
+            timings.setdefault("autotune_store", {})["new_in_store"] = new
+    if compile_store.shared_by(config):
+        try:
+            kept = compile_store.absorb(Path(config["compile_store"]), job_dir, config)
+        except (compile_store.StoreError, OSError) as e:
+            kept, note = None, f"its compile could not be kept: {e}"
+            timings.setdefault("compile_store", {}).setdefault("notes", []).append(note)
+        if kept is not None:
+            timings.setdefault("compile_store", {})["kept_bytes"] = kept
+    if shares(config) or compile_store.shared_by(config):
+        write_record(job_dir, record)
+    return record

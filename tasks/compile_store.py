@@ -1,0 +1,164 @@
+"""The compile store: what a job compiled, kept on the driver's machine, so that the same
+job in a later sweep (a nightly's next night, the same command run again) loads it
+instead of compiling (config key `compile_store`, a folder; `off`: every job compiles cold).
+
+What is kept is PyTorch's own portable cache blob ("mega-cache",
+torch.compiler.save_cache_artifacts): the job's FX graphs and AOTAutograd graphs with their
+compiled Triton kernels bundled, and the kernels' tuned configs. Loaded into a fresh job's
+private cache before it compiles (torch.compiler.load_cache_artifacts), the compile becomes
+an FX-graph-cache hit: the same wrapper code, the same kernels and configs, so everything
+measured after the compile is the same; only `compile_s` is a warm figure, and the record
+says so (timings.compile_cache counts the hits; the tables' `compile_state` is `warm`).
+
+A job is seeded only with the blob of an earlier run of the same job (its configuration
+but for keys that change no compile, key()), never with another job's: within one sweep
+every job still compiles as cold as before, and a cold compile's figures stay comparable.
+Different jobs share max-autotune timings through the autotune store instead
+(tasks/autotune_store.py).
+
+The blob travels like the autotune store's entries: the driver reads it into the job's
+spec (`compile_seed`), the job process finds it beside its job.json, and the job's new
+blob comes back in its folder (compile_artifacts.bin) for the driver to keep, so jobs on
+cluster nodes that share no disk take part too. Files: `<store>/torch-<version>/<key
+hash>.bin`, and `.json` beside it (the key, the GPU, what it holds, the cold compile's
+seconds, the kernels' tuned configs). Nothing is reused across torch versions; Inductor's own keys inside the blob
+check the rest (GPU, Triton, CUDA, the graph), so a blob that does not fit only misses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+from sweeper.record import atomic_write_text
+from tasks.autotune_store import enabled, torch_folder
+
+BLOB = "compile_artifacts.bin"  # in the job folder: the job's blob, back to the driver
+META = "compile_artifacts.json"
+SEED = "compile_seed.bin"  # in the job folder: the earlier run's blob, from the driver
+
+# Keys that change nothing a compile produces: a job that differs from an earlier one only
+# in these loads that one's blob.
+_NOT_THE_COMPILE = {"dry_run", "yes", "confirm_above", "timeout_s", "autotune_store", "compile_store",
+                    "cache_root", "pythons", "measure", "debug_fault"}
+
+
+class StoreError(Exception):
+    pass
+
+
+def key(config: dict) -> str:
+    """The job's configuration as one string, but for the keys that change no compile."""
+    return json.dumps({k: v for k, v in config.items() if k not in _NOT_THE_COMPILE}, sort_keys=True, default=str)
+
+
+def _stem(config: dict) -> str:
+    return hashlib.sha1(key(config).encode()).hexdigest()[:16]
+
+
+def shared_by(config: dict) -> bool:
+    return enabled(config.get("compile_store"))
+
+
+def load(store: Path, torch_version: str, config: dict) -> dict:
+    """Driver: the blob an earlier run of this job left, as the job's `compile_seed`
+    ({"data": None} when there is none). An unreadable meta file is a note, never a failure."""
+    folder = torch_folder(store, torch_version)
+    blob, meta = folder / f"{_stem(config)}.bin", folder / f"{_stem(config)}.json"
+    seed = {"store": str(folder), "torch": torch_version, "data": None, "meta": None, "notes": []}
+    if not blob.is_file():
+        return seed
+    try:
+        seed["meta"] = json.loads(meta.read_text())
+        seed["data"] = blob.read_bytes()
+    except (OSError, ValueError) as e:
+        seed["notes"].append(f"{blob}: not used ({e})")
+    return seed
+
+
+def place_seed(spec: dict, job_dir: Path) -> dict:
+    """Launcher, on the job's node: the seed's bytes into the job folder (SEED), the spec
+    without them (job.json stays small and JSON)."""
+    seed = spec.get("compile_seed")
+    if not seed:
+        return spec
+    (job_dir / SEED).unlink(missing_ok=True)
+    if seed.get("data"):
+        (job_dir / SEED).write_bytes(seed["data"])
+    return {**spec, "compile_seed": {k: v for k, v in seed.items() if k != "data"} | {"file": SEED if seed.get("data") else None}}
+
+
+def seed_job(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_version: str) -> dict:
+    """Job, before it compiles: load the earlier run's blob into this process's caches, and
+    its kernels' tuned configs over what the blob put there (inductor.tuned_configs says
+    why). Returns what the record keeps (timings.compile_store)."""
+    from tasks import inductor_internals as inductor
+
+    out = {"store": (seed or {}).get("store"), "loaded": None, "bytes": 0, "notes": list((seed or {}).get("notes", []))}
+    path = job_dir / SEED
+    if not seed or not seed.get("file") or not path.is_file():
+        return out
+    meta = seed.get("meta") or {}
+    if meta.get("torch") != torch_version:
+        out["notes"].append(f"the stored compile is of torch {meta.get('torch')}, this job runs {torch_version}: not used")
+        return out
+    data = path.read_bytes()
+    try:
+        out["loaded"] = inductor.load_cache_artifacts(data) or None
+    except Exception as e:  # noqa: BLE001 - a blob that does not load costs a cold compile, never the job
+        out["notes"].append(f"the stored compile did not load ({type(e).__name__}: {e}): compiling cold")
+    else:
+        if out["loaded"]:
+            out["tuned_configs"] = inductor.put_tuned_configs(inductor_cache, meta.get("tuned_configs") or {})
+        else:  # torch warns in the job's log (a corrupt or foreign blob) and loads nothing
+            out["notes"].append(f"the stored compile {seed.get('store')} held nothing this torch could load "
+                                "(the job's log says why): compiling cold")
+    out["bytes"] = len(data)
+    out["cold_compile_s"] = meta.get("cold_compile_s")
+    path.unlink()
+    return out
+
+
+def write_job_blob(job_dir: Path, inductor_cache: Path, torch_version: str, gpu: str | None,
+                   cold_compile_s: float | None) -> int:
+    """Job, once every compile is done: its blob (BLOB) and what it holds (META, with its
+    kernels' tuned configs) into its folder, for the driver; returns its size in bytes (0:
+    nothing was compiled)."""
+    from tasks import inductor_internals as inductor
+
+    got = inductor.save_cache_artifacts()
+    if not got or not got[0]:
+        return 0
+    data, kinds = got
+    tmp = job_dir / (BLOB + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, job_dir / BLOB)
+    atomic_write_text(job_dir / META, json.dumps({"torch": torch_version, "gpu": gpu, "kinds": kinds,
+                                                  "bytes": len(data), "cold_compile_s": cold_compile_s,
+                                                  "tuned_configs": inductor.tuned_configs(inductor_cache)}))
+    return len(data)
+
+
+def absorb(store: Path, job_dir: Path, config: dict) -> int | None:
+    """Driver, when the job's folder is back: its blob into the store, replacing the one
+    before (the later compile is the one that fits this build); the job folder keeps none.
+    Returns the bytes kept, None when the job left none."""
+    blob, meta_file = Path(job_dir) / BLOB, Path(job_dir) / META
+    if not blob.is_file():
+        return None
+    try:
+        meta = json.loads(meta_file.read_text())
+    except (OSError, ValueError) as e:
+        raise StoreError(f"{meta_file}: not readable ({e})") from e
+    folder = torch_folder(store, str(meta.get("torch")))
+    folder.mkdir(parents=True, exist_ok=True)
+    meta["key"] = key(config)
+    tmp = folder / f".{_stem(config)}.bin.{os.getpid()}"
+    shutil.move(str(blob), tmp)  # a rename where both are on one disk
+    os.replace(tmp, folder / f"{_stem(config)}.bin")
+    atomic_write_text(folder / f"{_stem(config)}.json", json.dumps(meta, indent=1))
+    meta_file.unlink()
+    return int(meta.get("bytes") or 0)

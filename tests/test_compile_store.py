@@ -1,0 +1,216 @@
+"""The compile store (tasks/compile_store.py): a later run of the same job loads what the
+first compiled, through the driver and the embedded Ray, with real torch.compile on the CPU."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sweeper.record import new_record, read_record
+from sweeper.reporting.tables import compile_state
+from sweeper.sweep import stores
+from tasks import compile_store as cs
+from tasks import inductor_internals
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = ["model=test_resnet", "image_size=32", "measure.timed_steps=2", "measure.warmup_steps=1",
+         "measure.profile_steps=1", "measure.module_rounds=2", "measure.module_calls_per_round=1",
+         "measure.module_profile_calls=1", "measure.eager=false", "measure.steady_loop_s=0"]
+
+
+def sweep(sweep_dir: Path, store: Path, *overrides: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sweeper", *SMALL, *overrides, f"compile_store={store}",
+                           f"hydra.sweep.dir={sweep_dir}"], cwd=ROOT, capture_output=True, text=True, timeout=900)
+
+
+def step_kernels(rec: dict) -> set[str]:
+    return {k["name"] for k in rec["step"]["kernels"]}
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """The same training job run twice into two sweep folders, the second beside a job of
+    another batch size; one compile store."""
+    d = tmp_path_factory.mktemp("compile_store")
+    store = d / "store"
+    first = sweep(d / "first", store, "batch_size=2")
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    blobs_after_first = {p.name: p.stat().st_mtime_ns for p in store.glob("torch-*/*")}
+    second = sweep(d / "second", store, "batch_size=2,3")
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+    return d, store, blobs_after_first, second
+
+
+@pytest.mark.slow
+def test_the_first_run_compiles_cold_and_leaves_its_compile_in_the_store(two_runs):
+    d, store, blobs, _ = two_runs
+    rec = read_record(d / "first" / "0")
+    t = rec["timings"]
+    assert compile_state(t) == "cold" and t["compile_cache"]["fxgraph_misses"] == 2  # forward and backward
+    kept = t["compile_store"]
+    assert kept["loaded"] is None and kept["job_bytes"] > 0 and kept["kept_bytes"] == kept["job_bytes"]
+    assert sorted(Path(n).suffix for n in blobs) == [".bin", ".json"]  # one job: one blob and its description
+    (meta,) = (p for p in store.glob("torch-*/*.json") if p.name in blobs)
+    described = json.loads(meta.read_text())
+    assert described["torch"] == rec["environment"]["torch"] and described["kinds"]["inductor"] == 2
+    assert described["cold_compile_s"] == pytest.approx(t["compile_s"] + t["warmup_s"], abs=0.01)
+    assert json.loads(described["key"])["batch_size"] == 2
+    assert not list((d / "first").glob(f"*/{cs.BLOB}")) and not list((d / "first").glob(f"*/{cs.META}"))
+
+
+@pytest.mark.slow
+def test_a_later_run_of_the_same_job_loads_it_and_runs_the_same_kernels(two_runs):
+    d, store, blobs, proc = two_runs
+    first, again = read_record(d / "first" / "0"), read_record(d / "second" / "0")
+    assert again["config"]["batch_size"] == 2
+    t = again["timings"]
+    assert t["compile_cache"]["fxgraph_hits"] == 2 and t["compile_cache"]["fxgraph_misses"] == 0
+    assert compile_state(t) == "warm" and t["compile_store"]["loaded"]["inductor"] == 2
+    assert t["compile_store"]["cold_compile_s"] == first["timings"]["compile_s"] + first["timings"]["warmup_s"]
+    assert "an earlier run's compile of this job" in proc.stdout + proc.stderr
+    # the same compiled code: the same kernels in the step, the same modules captured and timed
+    assert step_kernels(again) == step_kernels(first)
+    assert [m["role"] for m in again["modules"]] == ["forward", "backward"]
+    assert all(m["status"] == "ok" for m in again["modules"])
+    # nothing was compiled, so the store keeps the first run's compile untouched
+    assert {p.name: p.stat().st_mtime_ns for p in store.glob("torch-*/*") if p.name in blobs} == blobs
+    assert t["compile_store"]["job_bytes"] == t["compile_store"]["bytes"] and "kept_bytes" not in t["compile_store"]
+
+
+@pytest.mark.slow
+def test_another_job_is_never_seeded_with_it(two_runs):
+    d, store, _, _ = two_runs
+    other = read_record(d / "second" / "1")
+    assert other["config"]["batch_size"] == 3
+    t = other["timings"]
+    assert t["compile_store"]["loaded"] is None and compile_state(t) == "cold"
+    assert t["compile_cache"]["fxgraph_misses"] == 2
+    assert len(list(store.glob("torch-*/*.bin"))) == 2  # now one compile a job
+
+
+@pytest.mark.slow
+def test_the_tables_and_report_keep_warm_compiles_apart(two_runs):
+    d, _, _, _ = two_runs
+    jobs = pd.read_csv(d / "second" / "tables" / "jobs.csv")
+    assert dict(zip(jobs["batch_size"], jobs["compile_state"])) == {2: "warm", 3: "cold"}
+    assert (jobs["compile_bytes"] > 0).all()
+    html = (d / "second" / "report.html").read_text()
+    assert html.count("(warm)</span>") == 1  # beside the warm job's compile time, and only there
+
+
+def job_config(**over) -> dict:
+    cfg = {"model": "resnet18", "batch_size": 8, "mode": "training", "autotune": False, "seed": 0,
+           "compile_store": "/somewhere", "timeout_s": 60, "measure": {"timed_steps": 20}}
+    return {**cfg, **over}
+
+
+def test_the_key_ignores_what_changes_no_compile_and_keeps_what_does():
+    assert cs.key(job_config()) == cs.key(job_config(timeout_s=5, measure={"timed_steps": 3}, compile_store="/x"))
+    for change in ({"batch_size": 16}, {"autotune": True}, {"seed": 1}, {"model": "resnet34"}):
+        assert cs.key(job_config(**change)) != cs.key(job_config()), change
+
+
+def leave_blob(job_dir: Path, data: bytes, torch_version: str = "2.11.0+test", size: int | None = None) -> None:
+    job_dir.mkdir(parents=True, exist_ok=True)
+    (job_dir / cs.BLOB).write_bytes(data)
+    (job_dir / cs.META).write_text(json.dumps({"torch": torch_version, "bytes": size or len(data),
+                                               "cold_compile_s": 12.5, "tuned_configs": {}}))
+
+
+def test_absorb_keeps_the_latest_compile_of_a_job_and_load_gives_it_back(tmp_path):
+    store, cfg = tmp_path / "store", job_config()
+    leave_blob(tmp_path / "a", b"first")
+    assert cs.absorb(store, tmp_path / "a", cfg) == 5
+    leave_blob(tmp_path / "b", b"second compile")
+    assert cs.absorb(store, tmp_path / "b", cfg) == 14
+    assert not (tmp_path / "b" / cs.BLOB).exists()  # the store holds it, the job folder not
+    seed = cs.load(store, "2.11.0+test", cfg)
+    assert seed["data"] == b"second compile" and seed["meta"]["cold_compile_s"] == 12.5
+    assert cs.load(store, "2.12.0", cfg)["data"] is None  # another torch: nothing
+    assert cs.load(store, "2.11.0+test", job_config(batch_size=9))["data"] is None  # another job: nothing
+    assert cs.absorb(store, tmp_path / "empty", cfg) is None  # a job that left none
+
+
+def test_the_seed_travels_beside_job_json_not_in_it(tmp_path):
+    spec = {"config": job_config(), "compile_seed": {"store": "s", "torch": "t", "data": b"\x00blob", "meta": {}}}
+    placed = cs.place_seed(spec, tmp_path)
+    assert (tmp_path / cs.SEED).read_bytes() == b"\x00blob"
+    assert "data" not in placed["compile_seed"] and placed["compile_seed"]["file"] == cs.SEED
+    json.dumps(placed)  # what job.json gets
+    nothing = cs.place_seed({**spec, "compile_seed": {**spec["compile_seed"], "data": None}}, tmp_path)
+    assert nothing["compile_seed"]["file"] is None and not (tmp_path / cs.SEED).exists()
+
+
+def test_a_stored_compile_of_another_torch_or_one_that_does_not_load_costs_a_cold_compile(tmp_path):
+    seed = {"store": "s", "file": cs.SEED, "meta": {"torch": "2.11.0+other", "cold_compile_s": 3.0}}
+    (tmp_path / cs.SEED).write_bytes(b"x")
+    got = cs.seed_job(seed, tmp_path, tmp_path / "cache", "2.14.1")
+    assert got["loaded"] is None and "not used" in got["notes"][0]
+    # a corrupt blob: torch refuses it (its checksum), the job compiles cold and says so
+    seed["meta"]["torch"] = "2.14.1"
+    got = cs.seed_job(seed, tmp_path, tmp_path / "cache", "2.14.1")
+    assert got["loaded"] is None and "compiling cold" in got["notes"][-1]
+
+
+def test_a_jobs_compile_that_cannot_be_kept_is_a_note_in_its_record(tmp_path):
+    (tmp_path / cs.BLOB).write_bytes(b"blob")
+    (tmp_path / cs.META).write_text("{ not json")
+    spec = {"config": job_config(compile_store=str(tmp_path / "store"))}
+    record = stores.bring_back(spec, tmp_path, {**new_record(spec, tmp_path), "status": "ok"})
+    assert "could not be kept" in record["timings"]["compile_store"]["notes"][0]
+    assert read_record(tmp_path)["timings"]["compile_store"]["notes"]  # written where the sweep reads it
+
+
+def test_tuned_configs_round_trip_and_stay_inside_the_cache(tmp_path):
+    """The files Inductor writes for a Triton kernel's chosen config (a GPU's; made here by hand)."""
+    src = tmp_path / "src"
+    (src / "ab").mkdir(parents=True)
+    (src / "ab" / "k1.best_config").write_text('{"XBLOCK": 128, "num_warps": 4, "found_by_coordesc": true}')
+    (src / "ab" / "k1.py").write_text("# a kernel, not a config")
+    files = inductor_internals.tuned_configs(src)
+    assert files == {"ab/k1.best_config": '{"XBLOCK": 128, "num_warps": 4, "found_by_coordesc": true}'}
+    dst = tmp_path / "dst"
+    (dst / "ab").mkdir(parents=True)
+    (dst / "ab" / "k1.best_config").write_text('{"XBLOCK": 64, "found_by_coordesc": false}')  # as a blob left it
+    assert inductor_internals.put_tuned_configs(dst, {**files, "../evil.best_config": "x", "ab/k.py": "x"}) == 1
+    assert (dst / "ab" / "k1.best_config").read_text() == files["ab/k1.best_config"]
+    assert not (tmp_path / "evil.best_config").exists() and not (dst / "ab" / "k.py").exists()
+
+
+def test_compile_state_tells_cold_seeded_and_warm_apart():
+    assert compile_state({}) == "cold"
+    assert compile_state({"autotune_store": {"seeded_entries": 12}}) == "seeded"
+    assert compile_state({"autotune_store": {"seeded_entries": 12}, "compile_cache": {"fxgraph_hits": 1}}) == "warm"
+    assert compile_state({"compile_cache": {"fxgraph_hits": 0, "fxgraph_misses": 2}}) == "cold"
+
+
+def test_the_default_store_is_a_folder_of_the_users_and_off_turns_it_off():
+    assert cs.shared_by({"compile_store": "~/.cache/sweeper/compile"})
+    for off in ("off", None, "none", False):
+        assert not cs.shared_by({"compile_store": off})
+    assert os.environ["SWEEPER_COMPILE_STORE"]  # the tests' own (conftest.py), never the user's
+
+
+def test_h200_a_rerun_from_the_store_runs_the_same_kernels_and_flags_nothing(tmp_path):
+    """resnet18 b32 inference, autotune on/off x CUDA graphs off/on, on one H200, run cold
+    and then again from the compile store (tests/fixtures/h200/compile_store): every job
+    warm, the same kernels launched as often, nothing flagged, compile times kept apart."""
+    from conftest import sweep_from_fixture
+
+    src = Path(__file__).parent / "fixtures" / "h200" / "compile_store"
+    cold, warm = (sweep_from_fixture(src / n, tmp_path / n) for n in ("cold", "warm"))
+    for n in range(4):
+        a, b = read_record(cold / str(n)), read_record(warm / str(n))
+        assert compile_state(b["timings"]) == "warm" and compile_state(a["timings"]) in ("cold", "seeded")
+        assert b["timings"]["compile_s"] < a["timings"]["compile_s"] / 2
+        assert step_kernels(a) == step_kernels(b) and a["step"]["kernel_launches"] == b["step"]["kernel_launches"]
+    proc = subprocess.run([sys.executable, "-m", "sweeper.history", "compare", str(warm), str(cold),
+                           "--kernels", "--fail-on-regression"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "0 of 4 jobs flagged" in proc.stdout
+    assert proc.stdout.count("(cold -> warm: not comparable)") == 3 and "(seeded -> warm: not comparable)" in proc.stdout
+    assert "appeared" not in proc.stdout and "vanished" not in proc.stdout  # the same kernels by name and source
