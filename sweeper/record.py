@@ -117,6 +117,13 @@ def cache_env(cache: str | Path) -> dict[str, str]:
     return {"TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"), "TRITON_CACHE_DIR": str(cache / "triton")}
 
 
+def compiled_warm(timings: dict) -> bool:
+    """Whether a job's compile came from a cache (an FX graph cache hit, timings.compile_cache):
+    its compile_s is then a load's, not a compile's. In a job's private cache only the
+    compile store's earlier compile of the job (or a retried job's own cache) makes one."""
+    return bool((timings.get("compile_cache") or {}).get("fxgraph_hits"))
+
+
 def new_record(spec: dict, job_dir: str | Path) -> Record:
     """The skeleton every result record starts from (status failed until proven ok)."""
     from sweeper import __version__

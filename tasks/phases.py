@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from sweeper.analysis.breakdown import spread
-from sweeper.record import PHASE_MARK, Record
+from sweeper.record import PHASE_MARK, Record, compiled_warm
 from tasks import autotune_store, compile_store
 from tasks import inductor_internals as inductor
 from tasks.modules_profile import ModuleRun
@@ -246,12 +246,6 @@ def torch_version() -> str:
     import torch
 
     return torch.__version__
-
-
-def compiled_warm(timings: dict) -> bool:
-    """Whether the job's compile came from a cache (an FX graph cache hit): its compile_s
-    is then a warm figure, not a compile's."""
-    return bool((timings.get("compile_cache") or {}).get("fxgraph_hits"))
 
 
 def compiled_anything() -> bool:

@@ -16,7 +16,7 @@ import pandas as pd
 from sweeper.analysis.breakdown import nvml_expected_pct
 from sweeper.analysis.categories import CATEGORIES
 from sweeper.analysis.regression import source_hash, step_noise_pct
-from sweeper.record import Record
+from sweeper.record import Record, compiled_warm
 from sweeper.sweep.inductor_options import flatten
 from sweeper.sweep.summary import headline
 
@@ -123,10 +123,8 @@ def seeded(autotune_seeded) -> bool:
 
 
 def compile_state(timings: dict) -> str:
-    """cold, seeded or warm (JOB_COLUMNS["compile_state"]), from a record's timings: warm when
-    Inductor's FX graph cache hit, which in a job's private cache only the compile store's
-    earlier compile of the job can make happen."""
-    if ((timings.get("compile_cache") or {}).get("fxgraph_hits") or 0) > 0:
+    """cold, seeded or warm (JOB_COLUMNS["compile_state"]), from a record's timings."""
+    if compiled_warm(timings):
         return "warm"
     return "seeded" if seeded((timings.get("autotune_store") or {}).get("seeded_entries")) else "cold"
 

@@ -16,7 +16,9 @@ from sweeper.record import write_record
 from tasks import autotune_store, compile_store
 
 
-shares = autotune_store.shared_by  # the job's own side asks the same question (tasks/phases.py)
+# whether a job takes and gives autotune store entries (the job order's groups follow it,
+# sweeper/sweep/order.py); the job's own side asks the same question (tasks/phases.py)
+shares = autotune_store.shared_by
 
 
 def _torch_version() -> str:
