@@ -154,15 +154,15 @@ class RecordError(ValueError):
     """A result.json that is missing, truncated, or not of a schema this version reads."""
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
+def _atomic_write(path: str | Path, data: str | bytes, mode: str) -> None:
     """Write via a temporary file in the same folder and rename: readers, and a sweep
     killed mid-write, see either the old file or the whole new one, never half of it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp makes it private; results are meant to be read
@@ -171,6 +171,14 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    _atomic_write(path, text, "w")
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    _atomic_write(path, data, "wb")
 
 
 def write_record(job_dir: str | Path, record: Record) -> Path:

@@ -33,7 +33,7 @@ import os
 import shutil
 from pathlib import Path
 
-from sweeper.record import atomic_write_text
+from sweeper.record import atomic_write_bytes, atomic_write_text
 from tasks.autotune_store import enabled, torch_folder
 
 BLOB = "compile_artifacts.bin"  # in the job folder: the job's blob, back to the driver
@@ -86,9 +86,11 @@ def place_seed(spec: dict, job_dir: Path) -> dict:
     if not seed:
         return spec
     (job_dir / SEED).unlink(missing_ok=True)
-    if seed.get("data"):
-        (job_dir / SEED).write_bytes(seed["data"])
-    return {**spec, "compile_seed": {k: v for k, v in seed.items() if k != "data"} | {"file": SEED if seed.get("data") else None}}
+    data = seed.get("data")
+    if data:
+        (job_dir / SEED).write_bytes(data)
+    described = {k: v for k, v in seed.items() if k != "data"}
+    return {**spec, "compile_seed": {**described, "file": SEED if data else None}}
 
 
 def seed_job(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_version: str) -> dict:
@@ -133,9 +135,7 @@ def write_job_blob(job_dir: Path, inductor_cache: Path, torch_version: str, gpu:
     if not got or not got[0]:
         return 0
     data, kinds = got
-    tmp = job_dir / (BLOB + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, job_dir / BLOB)
+    atomic_write_bytes(job_dir / BLOB, data)
     atomic_write_text(job_dir / META, json.dumps({"torch": torch_version, "gpu": gpu, "kinds": kinds,
                                                   "bytes": len(data), "cold_compile_s": cold_compile_s,
                                                   "tuned_configs": inductor.tuned_configs(inductor_cache)}))
