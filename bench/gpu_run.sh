@@ -34,6 +34,12 @@
 #   builds  two Python environments of the machine's torch in one sweep (python=a,b), four
 #          models (MODELS=...; SEEDS=0,1 repeats each pair), then `history compare
 #          --between python`; results: bench/results/builds/.
+#   headline_sitting  one sitting of the mission's command (python -m sweeper
+#          model=mixnet_l,densenet121 autotune=on,off) into one sweep folder ($SWEEP, default
+#          $S/headline), so that a later sitting resumes it: first the store export $IMPORT
+#          if given (python -m sweeper.store import), then the dry run, then the sweep, stopped
+#          with SIGTERM (as Ctrl-C) after $DEADLINE_S seconds if given; then the store
+#          exported to $S/store.tgz for the next sitting; results: bench/results/headline/.
 #   store_rerun  the same, for a smaller grid whose jobs share shapes (resnet18 batch 32
 #          inference, autotune on,off x CUDA graphs off,on): the store's round trip, the
 #          order, the second run seeded; results: bench/results/autotune_store/.
@@ -210,12 +216,41 @@ builds() {
   find "$S/builds" \( -name traces -o -name modules \) -prune -exec rm -rf {} +
   bundle
 }
+headline_sitting() {
+  local sweep=${SWEEP:-$S/headline} deadline=${DEADLINE_S:-0}
+  local cmd=(python3 -m sweeper model=mixnet_l,densenet121 autotune=on,off hydra.sweep.dir="$sweep")
+  if [ -n "${IMPORT:-}" ]; then
+    python3 -m sweeper.store import "$IMPORT" > "$S/store_import.log" 2>&1
+    log "store import rc=$?"
+  fi
+  python3 -m sweeper.store show > "$S/store_before.txt" 2>&1
+  "${cmd[@]}" dry_run=true > "$S/dry_run.log" 2>&1
+  local t0=$(date +%s)
+  "${cmd[@]}" > "$S/sitting.log" 2>&1 &
+  local pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ "$deadline" -gt 0 ] && [ $(( $(date +%s) - t0 )) -ge "$deadline" ]; then
+      log "deadline ${deadline}s: stopping the sweep (SIGTERM, as Ctrl-C)"
+      kill -TERM "$pid"
+      break
+    fi
+    sleep 5
+  done
+  wait "$pid"
+  log "sitting rc=$? wall_s=$(( $(date +%s) - t0 ))"
+  python3 -m sweeper.store export "$S/store.tgz" > "$S/store_export.log" 2>&1
+  log "store export rc=$? $(cat "$S/store_export.log" | tail -1)"
+  python3 -m sweeper.store show > "$S/store_after.txt" 2>&1
+  find "$sweep" \( -name traces -o -name modules \) -prune -exec rm -rf {} +
+  bundle
+}
+
 store_rerun() { twice model=resnet18 mode=inference batch_size=32 autotune=on,off cudagraphs=off,on; }
 
 machine_info
 log "start ${1:-}"
 case "${1:-}" in
-  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|store_rerun|builds) "$1" ;;
-  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|store_rerun|builds" >&2; exit 2 ;;
+  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|store_rerun|builds) "$1" ;;
+  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|store_rerun|builds" >&2; exit 2 ;;
 esac
 log ALLDONE

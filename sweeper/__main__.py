@@ -50,8 +50,14 @@ def run_one(cfg: DictConfig) -> str:
         record = failed_record(spec, job_dir, "; ".join(problems), 0.0)
         write_record(job_dir, record)
     else:
-        record = run_job_process(stores.with_seed(spec), job_dir, cfg.timeout_s or None,
-                                 progress_printer(str(num)))
+        try:
+            record = run_job_process(stores.with_seed(spec), job_dir, cfg.timeout_s or None,
+                                     progress_printer(str(num)))
+        except KeyboardInterrupt:  # the job was killed: what it had tuned still goes to the store
+            stopped = failed_record(spec, job_dir, "cancelled (Ctrl-C or SIGTERM) before it finished", 0.0,
+                                    status="cancelled")
+            write_record(job_dir, stores.bring_back(spec, job_dir, stopped))
+            raise
         record = stores.bring_back(spec, job_dir, record)
     _basic["sweep_dir"] = job_dir.parent
     _basic["jobs"].append(sm.job_entry(num, overrides, job_dir, record))
@@ -75,7 +81,11 @@ def _python_problems(spec: dict) -> list[str]:
 def main() -> None:
     """The Ray launcher ends its sweep itself (sm.close_sweep, exiting non-zero when a job
     failed); with Hydra's basic launcher the jobs ran through run_one() above, and the sweep
-    ends here."""
+    ends here. `sweeper store ...` is the autotune store's own command (sweeper/store.py)."""
+    if sys.argv[1:2] == ["store"]:
+        from sweeper import store
+
+        sys.exit(store.main(sys.argv[2:]))
     if wants_config(sys.argv[1:]):  # --cfg over a sweep: each job's config (show_config.py)
         shown = sweep_configs(sys.argv[1:], CONF_DIR)
         if shown is not None:

@@ -1,34 +1,44 @@
-"""The sweep's store of max-autotune results: every job's new timings go back to the
-driver with its results, and seed every autotune=on job that starts after it, in this
-sweep and in later ones (config key `autotune_store`, a folder on the driver's machine).
+"""The sweep's store of max-autotune results: every job's new timings and kernel configs
+go back to the driver, and seed every autotune=on job that starts after it, in this sweep
+and in later ones (config key `autotune_store`, a folder on the driver's machine).
 
-Inductor keeps the timings of every max-autotune choice (template configs against
-cuBLAS/cuDNN, per op and input shapes) in one JSON file, `<inductor cache>/cache/<system
-hash>` (torch/_inductor/codecache.py: PersistentCache). When that file already has every
-choice of an op, Inductor neither precompiles nor benchmarks them again
-(select_algorithm.py: make_precompile_fn, do_autotuning). Jobs keep private caches, and on
-a Ray cluster nodes share no disk, so the entries travel through the driver:
+What is kept, as Inductor keeps it in a job's own cache folder:
+- **template timings**: every max-autotune choice (template configs against cuBLAS/cuDNN,
+  per op and input shapes) in one JSON file, `<inductor cache>/cache/<system hash>`
+  (torch/_inductor/codecache.py: PersistentCache). When that file already has every choice
+  of an op, Inductor neither precompiles nor benchmarks them again (select_algorithm.py);
+- **kernel configs**: a Triton kernel's chosen config (its own autotuning among its configs,
+  then coordinate descent), one `<inductor cache>/<xx>/<key>.best_config` file a kernel,
+  whose path Inductor derives from the kernel's source (runtime/autotune_cache.py:
+  AutotuneCache.create). A job that compiles a kernel of the same source finds the file and
+  launches with that config, tuning nothing; Inductor itself refuses one made for another
+  candidate list (its `configs_hash`).
 
+Jobs keep private caches, and on a Ray cluster nodes share no disk, so the entries travel
+through the driver:
 - driver, before a job starts: load() reads the store for the job's torch version, and the
   launcher puts it in the job's spec (`autotune_seed`);
-- job, before torch loads: seed_job() merges those entries into the job's own cache, so a
-  job pays only for the shapes no earlier job has tuned;
-- job, after its compile: write_job_entries() leaves the job's entries in its folder
-  (autotune_entries.json), which comes back with the record;
-- driver, when the job's result arrives: absorb() merges them into the store, under a lock
-  and written atomically, so two sweeps on one machine never lose each other's entries
-  and a killed driver never leaves half a file.
+- job, before it compiles: seed_job() merges the timings into the job's own cache and
+  writes the kernel configs of its own system where Inductor looks for them;
+- job, while it compiles (tasks/autotune_checkpoint.py) and after: write_job_entries()
+  leaves the job's entries in its folder (ENTRIES_FILE), marked partial until the compile
+  is over, so that a job killed or timed out mid-compile still gives what it tuned;
+- driver, when the job's folder is back (finished, failed, timed out or cancelled):
+  absorb() merges them into the store, under a lock and written atomically, so two sweeps
+  on one machine never lose each other's entries and a killed driver never leaves half a
+  file.
 
 Keys: a folder per torch version (`torch-2.11.0+cu130`), in it a file per Inductor system
 hash, which covers the GPU's name and the CUDA and Triton versions; nothing is reused
-across them. Only template autotuning is shared; a Triton kernel's own config choice
-(its `.best_config` file) stays per job.
+across them. `<system>.used` beside each is touched whenever a job is seeded from it
+(`python -m sweeper.store show|prune` read it).
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -40,6 +50,7 @@ class StoreError(Exception):
 
 
 OFF = (None, "", "off", "none", "null", "false", False)
+ENTRIES_FILE = "autotune_entries.json"  # in the job folder: the job's timings and configs, back to the driver
 
 
 def enabled(value) -> bool:
@@ -57,6 +68,11 @@ def count_entries(cache: dict) -> int:
     return sum(len(choices) for op in cache.values() for inputs in op.values() for choices in inputs.values())
 
 
+def count_ops(cache: dict) -> int:
+    """Autotuned ops (an op kind of given input shapes) in one `cache` dict."""
+    return sum(len(by_inputs) for by_inputs in cache.values())
+
+
 def merge_entries(into: dict, new: dict) -> int:
     """Add `new`'s timed choices to `into` (in place); returns how many were not there.
     A choice timed in both keeps `new`'s timing: the later measurement."""
@@ -70,16 +86,39 @@ def merge_entries(into: dict, new: dict) -> int:
     return added
 
 
-def _read(path: Path) -> dict:
-    """The {"system": ..., "cache": ...} document, or StoreError naming the file."""
+def merge_doc(into: dict, new: dict) -> tuple[int, int]:
+    """A system's document (`cache` timings, `kernel_configs`) merged into another in place:
+    (new timed choices, new kernel configs). A kernel config in both keeps `new`'s, the
+    later tuning (a kernel's path already names its source)."""
+    added = merge_entries(into.setdefault("cache", {}), new.get("cache") or {})
+    configs = into.setdefault("kernel_configs", {})
+    new_configs = sum(1 for k in (new.get("kernel_configs") or {}) if k not in configs)
+    configs.update(new.get("kernel_configs") or {})
+    if new.get("system") and not into.get("system"):
+        into["system"] = new["system"]
+    return added, new_configs
+
+
+def read_doc(path: Path) -> dict:
+    """A store or job document ({"system", "cache", "kernel_configs"}), {} if absent, or
+    StoreError naming the file."""
     try:
-        doc = json.loads(path.read_text())
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as e:
+    except OSError as e:
         raise StoreError(f"{path}: not a readable autotune cache file ({e})") from e
-    if not isinstance(doc, dict) or not isinstance(doc.get("cache", {}), dict):
-        raise StoreError(f"{path}: not an autotune cache file (no 'cache' mapping)")
+    return read_doc_bytes(data, str(path))
+
+
+def read_doc_bytes(data: bytes, source: str) -> dict:
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise StoreError(f"{source}: not a readable autotune cache file ({e})") from e
+    if not isinstance(doc, dict) or not isinstance(doc.get("cache", {}), dict) \
+            or not isinstance(doc.get("kernel_configs", {}), dict):
+        raise StoreError(f"{source}: not an autotune cache file (no 'cache' mapping)")
     return doc
 
 
@@ -94,8 +133,9 @@ def _write_atomic(path: Path, doc: dict) -> None:
 
 
 @contextmanager
-def _locked(store: Path, system: str):
-    with open(store / f"{system}.lock", "w") as lock:
+def locked(folder: Path, system: str):
+    """The store's lock for one system's file: every reader and writer of the store takes it."""
+    with open(folder / f"{system}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
@@ -103,15 +143,30 @@ def _locked(store: Path, system: str):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _job_files(inductor_cache: Path) -> Path:
-    return inductor_cache / "cache"
-
-
-ENTRIES_FILE = "autotune_entries.json"  # in the job folder: the job's timings, back to the driver
-
-
 def torch_folder(store: Path, torch_version: str) -> Path:
     return Path(store).expanduser() / f"torch-{torch_version}"
+
+
+def mark_used(folder: Path, system: str) -> None:
+    (folder / f"{system}.used").touch()
+
+
+def merge_into_store(folder: Path, system: str, doc: dict) -> tuple[int, int]:
+    """One system's document merged into the store's file for it, under its lock:
+    (new timed choices, new kernel configs). A corrupt store file is set aside and started
+    afresh (absorb() and `python -m sweeper.store import` both come here)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{system}.json"
+    with locked(folder, system):
+        try:
+            shared = read_doc(target) or {"system": doc.get("system"), "cache": {}, "kernel_configs": {}}
+        except StoreError as e:
+            _set_aside(target, e)
+            shared = {"system": doc.get("system"), "cache": {}, "kernel_configs": {}}
+        new = merge_doc(shared, doc)
+        _write_atomic(target, shared)
+        mark_used(folder, system)
+    return new
 
 
 def load(store: Path, torch_version: str) -> dict:
@@ -121,68 +176,135 @@ def load(store: Path, torch_version: str) -> dict:
     folder = torch_folder(store, torch_version)
     systems, notes = {}, []
     for f in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        with _locked(folder, f.stem):
+        with locked(folder, f.stem):
             try:
-                doc = _read(f)
+                doc = read_doc(f)
             except StoreError as e:
                 notes.append(_set_aside(f, e))
                 continue
-        if doc.get("cache"):
-            systems[f.stem] = doc
+            if doc.get("cache") or doc.get("kernel_configs"):
+                systems[f.stem] = doc
+                mark_used(folder, f.stem)
     return {"store": str(folder), "torch": torch_version, "systems": systems, "notes": notes}
 
 
-def seed_job(seed: dict, inductor_cache: Path, torch_version: str) -> dict:
-    """Job: merge the driver's entries into this job's own Inductor cache (before torch
-    compiles anything). Entries of another torch version are not used."""
-    out = {"store": seed.get("store"), "seeded_entries": 0, "notes": list(seed.get("notes", []))}
+def _job_files(inductor_cache: Path) -> Path:
+    return inductor_cache / "cache"
+
+
+def _by_coordinate_descent(text: str) -> bool:
+    try:
+        return bool(json.loads(text).get("found_by_coordesc"))
+    except (ValueError, AttributeError):
+        return False
+
+
+def seed_job(seed: dict, inductor_cache: Path, torch_version: str, system: str | None = None,
+             coordinate_descent: bool = True) -> dict:
+    """Job: merge the driver's timings into this job's own Inductor cache, and write the
+    kernel configs of this job's system (`system`: Inductor's system hash here) where its
+    kernels will look for them, before torch compiles anything. Entries of another torch
+    version are not used; nor, in a job without coordinate descent, configs that coordinate
+    descent found (a cold job of its settings could not pick them)."""
+    from tasks import inductor_internals as inductor
+
+    out = {"store": seed.get("store"), "seeded_entries": 0, "seeded_ops": 0, "seeded_kernel_configs": 0,
+           "notes": list(seed.get("notes", []))}
     if seed.get("torch") != torch_version:
         out["notes"].append(f"store entries are for torch {seed.get('torch')}, this job runs {torch_version}: not used")
         return out
     files = _job_files(inductor_cache)
-    for system, doc in seed.get("systems", {}).items():
-        files.mkdir(parents=True, exist_ok=True)
-        target = files / system
-        mine = _read(target) if target.exists() else {"system": doc.get("system"), "cache": {}}
-        merge_entries(mine["cache"], doc["cache"])
-        _write_atomic(target, mine)
-        out["seeded_entries"] += count_entries(doc["cache"])
+    for name, doc in seed.get("systems", {}).items():
+        if doc.get("cache"):
+            files.mkdir(parents=True, exist_ok=True)
+            target = files / name
+            mine = read_doc(target) if target.exists() else {"system": doc.get("system"), "cache": {}}
+            merge_entries(mine["cache"], doc["cache"])
+            _write_atomic(target, mine)
+            out["seeded_entries"] += count_entries(doc["cache"])
+            out["seeded_ops"] += count_ops(doc["cache"])
+        if name == system and doc.get("kernel_configs"):  # a kernel's config fits only the GPU it was tuned on
+            configs = {k: v for k, v in doc["kernel_configs"].items()
+                       if coordinate_descent or not _by_coordinate_descent(v)}
+            out["seeded_kernel_configs"] = inductor.put_tuned_configs(inductor_cache, configs)
     return out
 
 
-def write_job_entries(job_dir: Path, inductor_cache: Path, torch_version: str) -> int:
-    """Job: its cache's timings (seeded ones included) into job_dir/ENTRIES_FILE, for the
-    driver; returns how many there are."""
+def job_documents(inductor_cache: Path, system: str | None) -> dict[str, dict]:
+    """Job: its cache's timings by system (seeded ones included), and its kernel configs
+    under its own system."""
+    from tasks import inductor_internals as inductor
+
     src, systems = _job_files(inductor_cache), {}
     for f in sorted(p for p in src.iterdir() if p.is_file() and not p.name.startswith(".")) if src.is_dir() else []:
-        doc = _read(f)
+        try:
+            doc = read_doc(f)
+        except StoreError:  # Inductor writes it atomically; an odd file is not the job's failure
+            continue
         if doc.get("cache"):
-            systems[f.name] = doc
+            systems[f.name] = {"system": doc.get("system"), "cache": doc["cache"]}
+    configs = inductor.tuned_configs(inductor_cache) if Path(inductor_cache).is_dir() else {}
+    if configs and system:
+        systems.setdefault(system, {"system": None, "cache": {}})["kernel_configs"] = configs
+    return systems
+
+
+def write_job_entries(job_dir: Path, inductor_cache: Path, torch_version: str, system: str | None = None,
+                      partial: bool = False, progress: dict | None = None) -> dict:
+    """Job: its timings and kernel configs into job_dir/ENTRIES_FILE, for the driver;
+    `partial` while the compile goes on, with `progress` (the phase and when it started,
+    so that a killed job's record can say how far it got). Returns the counts."""
+    systems = job_documents(inductor_cache, system)
+    counts = describe(systems)
     if systems:
-        _write_atomic(Path(job_dir) / ENTRIES_FILE, {"torch": torch_version, "systems": systems})
-    return sum(count_entries(d["cache"]) for d in systems.values())
+        doc = {"torch": torch_version, "systems": systems, "partial": partial, "written_at": time.time(),
+               **({"progress": progress} if progress else {})}
+        _write_atomic(Path(job_dir) / ENTRIES_FILE, doc)
+    return counts
 
 
-def absorb(store: Path, job_dir: Path) -> int | None:
-    """Driver: merge a finished job's entries (job_dir/ENTRIES_FILE, then removed: the store
-    holds them) into the store; returns how many were new there, None when the job left
-    none. A corrupt store file is set aside and started afresh."""
+def describe(systems: dict[str, dict]) -> dict:
+    """Counts of a document set: timed choices, ops, kernel configs."""
+    return {"job_entries": sum(count_entries(d.get("cache") or {}) for d in systems.values()),
+            "job_ops": sum(count_ops(d.get("cache") or {}) for d in systems.values()),
+            "job_kernel_configs": sum(len(d.get("kernel_configs") or {}) for d in systems.values())}
+
+
+def left_in(job_dir: Path) -> dict | None:
+    """What a job's ENTRIES_FILE holds, for the record of a job that could not write its
+    own (timed out, killed, cancelled): the counts, whether they are partial, and the
+    seconds its phase had run when last written. None when it left none."""
     path = Path(job_dir) / ENTRIES_FILE
     if not path.is_file():
         return None
-    entries = _read(path)
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        return {"notes": [f"{path}: not readable ({e})"]}
+    out = {**describe(doc.get("systems") or {}), "partial": bool(doc.get("partial"))}
+    progress = doc.get("progress") or {}
+    if progress.get("phase_started_at"):
+        out["stopped_in"] = progress.get("phase")
+        out["phase_s_at_last_write"] = round(doc.get("written_at", 0) - progress["phase_started_at"], 1)
+        out["phase_started_at"] = progress["phase_started_at"]
+    return out
+
+
+def absorb(store: Path, job_dir: Path) -> dict | None:
+    """Driver: merge a job's entries (job_dir/ENTRIES_FILE, then removed: the store holds
+    them) into the store; returns how many timed choices and kernel configs were new there
+    and whether the job's were partial, None when the job left none."""
+    path = Path(job_dir) / ENTRIES_FILE
+    if not path.is_file():
+        return None
+    try:
+        entries = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise StoreError(f"{path}: not readable ({e})") from e
     folder = torch_folder(store, str(entries.get("torch")))
-    folder.mkdir(parents=True, exist_ok=True)
-    new = 0
-    for system, doc in entries.get("systems", {}).items():
-        target = folder / f"{system}.json"
-        with _locked(folder, system):
-            try:
-                shared = _read(target) or {"system": doc.get("system"), "cache": {}}
-            except StoreError as e:
-                _set_aside(target, e)
-                shared = {"system": doc.get("system"), "cache": {}}
-            new += merge_entries(shared["cache"], doc["cache"])
-            _write_atomic(target, shared)
+    new = new_configs = 0
+    for system, doc in (entries.get("systems") or {}).items():
+        added, configs = merge_into_store(folder, system, doc)
+        new, new_configs = new + added, new_configs + configs
     path.unlink()
-    return new
+    return {"new_in_store": new, "new_kernel_configs_in_store": new_configs, "partial": bool(entries.get("partial"))}

@@ -143,6 +143,39 @@ def put_tuned_configs(cache_dir: Path, files: dict[str, str]) -> int:
     return written
 
 
+def system_hash() -> str | None:
+    """Inductor's key for this machine's GPU model and its CUDA and Triton versions (the
+    name of its template-timings file, codecache.py: CacheBase.get_system; on a machine
+    without a GPU, the hash of nothing). The autotune store keys kernel configs by it."""
+    try:
+        from torch._inductor.codecache import CacheBase
+
+        return CacheBase.get_system()["hash"]
+    except Exception:  # noqa: BLE001 - without it kernel configs are not shared, nothing else changes
+        return None
+
+
+def kernel_config_hits() -> int | None:
+    """How many times this process found a kernel's tuned config in its local cache
+    (remote_cache.py: cache_stats, under LocalAutotuneCache), None if this torch does not
+    count them."""
+    try:
+        from torch._inductor.remote_cache import cache_stats
+
+        stat = cache_stats._stats.get("LocalAutotuneCache")
+    except (ImportError, AttributeError):
+        return None
+    return int(stat.hit) if stat is not None else 0
+
+
+def on_template_autotuned(fn: Callable[[str], None]) -> None:
+    """Call fn(op name) each time max-autotune has timed an op's choices and written them to
+    its cache (select_algorithm.py: add_feedback_saver; the fault `stall_mid_compile`)."""
+    from torch._inductor.select_algorithm import add_feedback_saver
+
+    add_feedback_saver(lambda timings, name, *rest: fn(name))
+
+
 def loaded_code_modules():
     """(modules, modules by path) that Inductor's PyCodeCache loaded in this process: the
     compiled wrapper modules, kernels and all (tasks/capture.py; tests/test_job_cpu.py)."""

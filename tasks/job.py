@@ -99,7 +99,7 @@ class PhaseClock:
             if phase != seen:
                 seen, next_at = phase, first
             if took >= next_at:
-                say(heartbeat_line(phase, took))
+                say(heartbeat_line(phase, took, self.record["timings"].get("autotune_store")))
                 next_at += first if next_at < 60 else 60.0
 
 
@@ -113,10 +113,12 @@ def run(spec: dict, job_dir: Path) -> dict:
     gc_watch, host = GcWatch().install(), HostLoad()
     clock = PhaseClock(record, gc_watch, host)
     ctx = JobContext(cfg, job_dir, record, autotune_seed=spec.get("autotune_seed"),
-                     compile_seed=spec.get("compile_seed"))
+                     compile_seed=spec.get("compile_seed"), earlier_attempt=spec.get("earlier_attempt"))
     try:
         for phase in PHASES:
             if phase.when(ctx):
+                if ctx.checkpoint is not None:  # what the phase before tuned, kept before the next
+                    ctx.checkpoint.phase_entered(phase.name)
                 clock.enter(phase.name)
                 phase.run(ctx)
         clock.enter("done")
@@ -130,6 +132,8 @@ def run(spec: dict, job_dir: Path) -> dict:
         say(f"failed in phase {record['phase']}: {record['reason']}")
     finally:
         clock.stop()
+        if ctx.checkpoint is not None:
+            _keep_partial_entries(ctx)
         ctx.stack.close()
         gc_watch.uninstall()
         record["timings"]["gc"] = gc_watch.report()
@@ -138,6 +142,16 @@ def run(spec: dict, job_dir: Path) -> dict:
         record["job"]["finished_at"] = _now()
         record["job"]["duration_s"] = round(time.time() - started, 3)
     return record
+
+
+def _keep_partial_entries(ctx: JobContext) -> None:
+    """A job that failed or was skipped before its compile ended: what it had tuned stays
+    in its folder (partial) for the store, and its record says how much."""
+    store = ctx.timings.get("autotune_store")
+    if store is not None and "partial" not in store:  # the warm-up's final write did not happen
+        counts = ctx.checkpoint.write(force=True) or {}
+        store.update(counts, partial=True)
+    ctx.checkpoint.stop()
 
 
 def main(argv: list[str]) -> int:

@@ -68,6 +68,8 @@ class JobContext:
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     autotune_seed: dict | None = None  # the driver's store entries for this job (tasks/autotune_store.py)
     compile_seed: dict | None = None  # an earlier run's compile of this job, from the driver (tasks/compile_store.py)
+    earlier_attempt: dict | None = None  # what a killed or timed-out run of this job gave the store (the launcher's)
+    checkpoint: object = None  # tasks.autotune_checkpoint.AutotuneCheckpoint while an autotune=on job compiles
 
     @property
     def measure(self) -> dict:
@@ -110,7 +112,7 @@ def setup(ctx: JobContext) -> None:
 
     cfg = ctx.cfg
     set_pause(ctx.measure["pause_gc"])
-    _inject_fault(cfg["debug_fault"])
+    _inject_fault(cfg["debug_fault"], ctx)
     device = cfg["device"] if cfg["device"] != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("device=cuda but this machine has no usable CUDA GPU; use device=auto or device=cpu")
@@ -177,10 +179,7 @@ def compile_step(ctx: JobContext) -> None:
     from tasks.timing import synchronize
 
     if autotune_store.shared_by(ctx.cfg):  # max-autotune results of earlier jobs, from the driver
-        seed = ctx.autotune_seed or {"notes": ["no store entries came with the job (not started by the launcher)"]}
-        got = autotune_store.seed_job(seed, inductor_cache(), torch.__version__)
-        ctx.timings["autotune_store"] = got
-        say(f"autotune store {got['store']}: {got['seeded_entries']} timed choices from earlier jobs")
+        seed_autotune_store(ctx)
     if compile_store.shared_by(ctx.cfg):  # an earlier run of this very job compiled it: load, not compile
         got = compile_store.seed_job(ctx.compile_seed, ctx.job_dir, inductor_cache(), torch.__version__)
         ctx.timings["compile_store"] = got
@@ -219,8 +218,10 @@ def warmup(ctx: JobContext) -> None:
     ctx.timings["warmup_s"] = round(time.time() - t0, 3)
     ctx.stack.close()  # the module capture ends with the warm-up: the backward compiles at the first step
     if autotune_store.shared_by(ctx.cfg):  # every autotuning is done by now: the entries go back to the driver
-        ctx.timings["autotune_store"]["job_entries"] = autotune_store.write_job_entries(ctx.job_dir, inductor_cache(),
-                                                                                        torch_version())
+        ctx.checkpoint.stop()
+        store = ctx.timings["autotune_store"]
+        store.update(autotune_store.write_job_entries(ctx.job_dir, inductor_cache(), torch_version(), inductor.system_hash()),
+                     partial=False, checkpoints=ctx.checkpoint.writes, kernel_config_hits=inductor.kernel_config_hits())
     if compile_store.shared_by(ctx.cfg):  # every graph is compiled by now: the job's compile goes back too
         store = ctx.timings.setdefault("compile_store", {})
         if compiled_warm(ctx.timings) and not compiled_anything():
@@ -235,6 +236,29 @@ def warmup(ctx: JobContext) -> None:
         ctx.step()  # one more warm-up step, keeping a copy of each module's real inputs
         synchronize(ctx.device)
     ctx.real_inputs = real_inputs
+
+
+def seed_autotune_store(ctx: JobContext) -> None:
+    """The store's timings and kernel configs into the job's cache, then the checkpoint
+    thread that keeps what this job tunes, from now on, in its folder (partial)."""
+    import torch
+
+    from tasks.autotune_checkpoint import AutotuneCheckpoint
+
+    seed = ctx.autotune_seed or {"notes": ["no store entries came with the job (not started by the launcher)"]}
+    mode = ctx.record["config"]["compile_mode"]
+    coordesc = bool(inductor.mode_options(mode).get("coordinate_descent_tuning")
+                    or inductor.inductor_config().coordinate_descent_tuning)
+    system = inductor.system_hash()
+    got = autotune_store.seed_job(seed, inductor_cache(), torch.__version__, system, coordesc)
+    got["kernel_config_hits_before"] = inductor.kernel_config_hits()
+    if ctx.earlier_attempt:  # this job was stopped before: the record sets what it gave beside this run
+        got["earlier_attempt"] = ctx.earlier_attempt
+    ctx.timings["autotune_store"] = got
+    say(f"autotune store {got['store']}: {got['seeded_ops']} ops ({got['seeded_entries']} timed choices) and "
+        f"{got['seeded_kernel_configs']} kernel configs from earlier jobs"
+        + (f"; this job's earlier run was stopped ({ctx.earlier_attempt.get('status')})" if ctx.earlier_attempt else ""))
+    ctx.checkpoint = AutotuneCheckpoint(ctx.job_dir, inductor_cache(), torch.__version__, system).start()
 
 
 def inductor_cache() -> Path:
@@ -291,25 +315,49 @@ def steady(ctx: JobContext) -> None:
         ctx.timings["steady_loop"], ctx.timings["nvml"] = run_loop(), {"util_pct": None, "reason": nvml_util.NO_GPU_REASON}
 
 
-def heartbeat_line(phase: str, seconds: float) -> str:
-    """What a phase that runs long says it is doing (tasks/job.PhaseClock's heartbeat)."""
+def heartbeat_line(phase: str, seconds: float, store: dict | None = None) -> str:
+    """What a phase that runs long says it is doing (tasks/job.PhaseClock's heartbeat);
+    `store`: the record's timings.autotune_store, for what came from the store."""
     if phase == "compile":
         chosen = inductor.autotuned_ops()  # max-autotune's progress; none without it
+        seeded = _from_store(store)
         if not chosen:
-            return f"still compiling: {seconds:.0f} s"
+            return f"still compiling: {seconds:.0f} s" + (f" ({seeded})" if seeded else "")
         split = inductor.compile_split(seconds)  # where the autotuning went so far
         parts = ", ".join(f"{k[:-2].replace('_', ' ')} {v:.0f} s" for k, v in split.items()
                           if k.endswith("_s") and k != "rest_s" and v >= 1)
         # an op (an mm or convolution of given shapes) times 10 to 22 choices (docs/findings.md)
-        return f"still compiling: {seconds:.0f} s, {chosen} ops autotuned so far" + (f" ({parts})" if parts else "")
+        return (f"still compiling: {seconds:.0f} s, {chosen} ops autotuned so far" + (f" ({parts})" if parts else "")
+                + (f"; {seeded}" if seeded else ""))
     return f"still in phase {phase}: {seconds:.0f} s"
 
 
-def _inject_fault(fault: str | None) -> None:
-    """debug_fault: the failure-handling tests' way to crash, hang or raise in a real job."""
+def _from_store(store: dict | None) -> str:
+    """"from the store: 39 ops, 120 kernel configs (54 used so far)", or "" when nothing came."""
+    if not store or not (store.get("seeded_ops") or store.get("seeded_kernel_configs")):
+        return ""
+    hits = inductor.kernel_config_hits()
+    used = hits - (store.get("kernel_config_hits_before") or 0) if hits is not None else None
+    return (f"from the store: {store['seeded_ops']} ops, {store.get('seeded_kernel_configs', 0)} kernel configs"
+            + (f" ({used} used so far)" if used is not None and store.get("seeded_kernel_configs") else ""))
+
+
+def _inject_fault(fault: str | None, ctx: JobContext) -> None:
+    """debug_fault: the failure-handling tests' way to crash, hang or raise in a real job;
+    stall_mid_compile hangs the compile once max-autotune has timed its first op (and the
+    checkpoint has written it), for the tests of a job stopped mid-compile."""
     if not fault:
         return
     say(f"injecting fault {fault!r} (debug_fault)")
+    if fault == "stall_mid_compile":
+        def stall(op: str) -> None:
+            if ctx.checkpoint is not None:
+                ctx.checkpoint.write(force=True)
+            say(f"stalling mid-compile after autotuning {op} (debug_fault)")
+            time.sleep(10**6)
+
+        inductor.on_template_autotuned(stall)
+        return
     if fault == "crash":
         import signal
 

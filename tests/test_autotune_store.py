@@ -36,8 +36,9 @@ def compile_in(cache: Path, store: Path, job_dir: Path) -> tuple[dict, str]:
                TORCHINDUCTOR_FX_GRAPH_CACHE="0")  # the graph must really compile (and autotune)
     proc = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    job_entries = st.write_job_entries(job_dir, cache, TORCH)
-    return {**seeded, "job_entries": job_entries, "new_in_store": st.absorb(store, job_dir)}, proc.stdout + proc.stderr
+    job_entries = st.write_job_entries(job_dir, cache, TORCH)["job_entries"]
+    return {**seeded, "job_entries": job_entries, "new_in_store": st.absorb(store, job_dir)["new_in_store"]}, \
+        proc.stdout + proc.stderr
 
 
 @pytest.mark.slow
@@ -69,7 +70,7 @@ def test_store_is_keyed_by_torch_version_and_system(tmp_path):
     entries(tmp_path / "a", "2.11.0", "h200hash", "mm", 3)
     entries(tmp_path / "b", "2.11.0", "a100hash", "mm", 2)  # another GPU model or CUDA/Triton: another hash
     entries(tmp_path / "c", "2.12.0", "h200hash", "mm", 5)
-    assert [st.absorb(store, tmp_path / d) for d in "abc"] == [3, 2, 5]
+    assert [st.absorb(store, tmp_path / d)["new_in_store"] for d in "abc"] == [3, 2, 5]
     assert sorted(p.relative_to(store).as_posix() for p in store.rglob("*.json")) == [
         "torch-2.11.0/a100hash.json", "torch-2.11.0/h200hash.json", "torch-2.12.0/h200hash.json"]
     seed = st.load(store, "2.11.0")
@@ -126,7 +127,7 @@ def test_corrupt_store_file_is_set_aside_not_fatal(tmp_path):
     # a corrupt file met when absorbing is set aside too, and the job's entries start it afresh
     (folder / "h.json").write_text("not json")
     entries(tmp_path / "job", "2.11.0", "h", "mm", 4)
-    assert st.absorb(tmp_path / "store", tmp_path / "job") == 4
+    assert st.absorb(tmp_path / "store", tmp_path / "job")["new_in_store"] == 4
     assert st.count_entries(json.loads((folder / "h.json").read_text())["cache"]) == 4
 
 

@@ -37,11 +37,11 @@ from hydra.core.utils import JobReturn, JobStatus, configure_log, setup_globals
 from hydra_plugins.sweeper_ray._config import cluster_address, with_defaults
 from hydra_plugins.sweeper_ray._machine import cpu_only, local_gpu_name, local_gpus, local_slots, nvml_gpus
 from hydra_plugins.sweeper_ray._ray import (collect, init_ray, job_resources, record_without_worker, run_in_worker,
-                                             scratch_key)
+                                             salvage, scratch_key)
 from sweeper.sweep import summary as sm
 from sweeper.sweep import stores, pythons
-from sweeper.sweep.control import (Job, check_jobs, confirm, discard_unused_sweep_dir, dry_run, lock_sweep, make_jobs,
-                                   reusable, save_hydra_files, sigterm_as_interrupt)
+from sweeper.sweep.control import (Job, check_jobs, confirm, discard_unused_sweep_dir, dry_run, earlier_record, lock_sweep,
+                                   make_jobs, reusable, save_hydra_files, sigterm_as_interrupt)
 from sweeper.sweep.order import JobQueue, shape_group
 from sweeper.sweep.progress import Progress
 from sweeper.sweep.validate import SweepConfigError, check_output_dir, stop_on_problem
@@ -150,6 +150,9 @@ class RaySweep:
         for job in self.jobs:
             record = reusable(job) if self.conf["resume"] else None
             if record is None:
+                earlier = stores.earlier_attempt(job.spec["config"], earlier_record(job))
+                if earlier:  # a stopped run of this job gave the store its partial tuning: the record says so
+                    job.spec["earlier_attempt"] = earlier
                 to_run.append(job)
                 continue
             self.entries[job.num] = sm.job_entry(job.num, job.overrides, job.job_dir, record, reused=True)
@@ -229,12 +232,21 @@ class RaySweep:
         print(f"\n[sweep] interrupted: cancelling {len(self.pending)} running and {len(self.queue or [])} queued jobs; "
               "finished results are kept",
               flush=True)
-        for ref, job in list(self.pending.items()):
+        for ref in self.pending:
             ray.cancel(ref, force=True)
+        running = {job.job_dir: self.scratch_root / job.job_dir.name for job in self.pending.values()}
+        if any(stores.shares(job.spec["config"]) for job in self.pending.values()):
+            try:  # what the stopped autotune jobs tuned so far: into the store
+                kept = salvage(running)
+                print(f"[sweep] autotune entries of {kept} stopped jobs brought back for the store", flush=True)
+            except Exception as e:  # noqa: BLE001 - the finished results and the summary come first
+                print(f"[sweep] the stopped jobs' autotune entries could not be brought back: {type(e).__name__}: {e}",
+                      flush=True)
+        for ref, job in list(self.pending.items()):
             record = record_without_worker(job, "cancelled (Ctrl-C or SIGTERM) before it finished",
                                            time.time() - self.submitted_at[job.num],
                                            self.scratch_root / job.job_dir.name, status="cancelled")
-            self.finished(job, record)
+            self.finished(job, stores.bring_back(job.spec, job.job_dir, record))
         for job in self.queue or []:  # never submitted
             save_hydra_files(job)
             self.finished(job, record_without_worker(job, "cancelled (Ctrl-C or SIGTERM) before it started", 0.0,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import shutil
 import sys
@@ -15,10 +16,11 @@ from pathlib import Path
 from hydra_plugins.sweeper_ray._address import check_ray_address
 from hydra_plugins.sweeper_ray._config import cluster_address, with_defaults
 from hydra_plugins.sweeper_ray._reaper import watch_embedded_ray
-from sweeper.record import relocate, write_record
+from sweeper.record import atomic_write_bytes, relocate, write_record
 from sweeper.sweep.control import Job
 from sweeper.sweep.job_process import failed_record
 from sweeper.sweep.validate import SweepConfigError, stop_on_problem
+from tasks.autotune_store import ENTRIES_FILE
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -177,6 +179,7 @@ def collect(ref, job: Job, duration: float, scratch_job_dir: Path) -> dict:
         result = ray.get(ref)
     except ray.exceptions.RayError as e:
         reason = f"Ray task failed ({type(e).__name__}): {str(e).strip().splitlines()[0][:300]}"
+        salvage({job.job_dir: scratch_job_dir})
         return record_without_worker(job, reason, duration, scratch_job_dir)
     unpack(result["bundle"], job.job_dir)
     record = relocate(result["record"], result["scratch"], str(job.job_dir))
@@ -184,6 +187,53 @@ def collect(ref, job: Job, duration: float, scratch_job_dir: Path) -> dict:
     record["job"]["ray_node_id"] = result["node_id"]
     write_record(job.job_dir, record)
     return record
+
+
+def _entries_left(scratch_job_dirs: list[str]) -> dict[str, bytes]:
+    """Runs on a node: the autotune entries that jobs stopped there left in its scratch."""
+    out = {}
+    for d in scratch_job_dirs:
+        f = Path(d) / ENTRIES_FILE
+        if f.is_file():
+            out[d] = f.read_bytes()
+    return out
+
+
+def salvage(dirs: dict[Path, Path], timeout_s: float = 30.0) -> int:
+    """The autotune entries of jobs stopped without sending their folder back (cancelled,
+    their worker or node lost) into their sweep folders (job_dir -> scratch_job_dir), for
+    the store: read where each job ran, in the node's scratch folder, by a task on every
+    live node. Where a job left entries on two nodes (a retried job), the later write wins.
+    Returns how many jobs gave some."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    scratch = [str(s) for s in dirs.values()]
+    task = ray.remote(_entries_left)
+    refs = [task.options(num_cpus=0, max_retries=0,
+                         scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(scratch)
+            for n in ray.nodes() if n.get("Alive")]
+    found: dict[str, bytes] = {}
+    for ref in refs:
+        try:
+            got = ray.get(ref, timeout=timeout_s)
+        except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError):  # that node is gone: its entries too
+            continue
+        for d, data in got.items():
+            if d not in found or _written_at(data) > _written_at(found[d]):
+                found[d] = data
+    for job_dir, scratch_dir in dirs.items():
+        if str(scratch_dir) in found:
+            job_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(job_dir / ENTRIES_FILE, found[str(scratch_dir)])
+    return len(found)
+
+
+def _written_at(data: bytes) -> float:
+    try:
+        return float(json.loads(data).get("written_at") or 0)
+    except (ValueError, AttributeError):
+        return 0.0
 
 
 def record_without_worker(job: Job, reason: str, duration: float, scratch_job_dir: Path,

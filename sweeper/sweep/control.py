@@ -77,6 +77,23 @@ def reusable(job: Job) -> dict | None:
     return None
 
 
+# overrides that a re-run may change without making it another job (the compile is the same)
+_NOT_THE_JOB = ("timeout_s=", "debug_fault=", "autotune_store=", "compile_store=", "measure.", "+measure.", "dry_run=",
+                "yes=", "confirm_above=")
+
+
+def earlier_record(job: Job) -> dict | None:
+    """The record a stopped earlier run of this job left in its folder (any status), if it
+    was the same job but for its time limit, a fault or the store folders; else None."""
+    try:
+        record = read_record(job.job_dir)
+    except RecordError:
+        return None
+    same = [o for o in job.overrides if not o.startswith(_NOT_THE_JOB)]
+    then = [o for o in record["job"].get("overrides", []) if not o.startswith(_NOT_THE_JOB)]
+    return record if same == then else None
+
+
 def dry_run(jobs: list[Job], sweep_dir: Path) -> bool:
     """With dry_run=true: list the jobs and say so (True); the sweep then runs none."""
     if not (jobs and jobs[0].spec["config"]["dry_run"]):

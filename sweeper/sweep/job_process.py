@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from sweeper.record import PHASE_MARK, Record, RecordError, new_record, read_record, write_record
-from tasks import compile_store
+from tasks import autotune_store, compile_store
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]  # holds sweeper/ and tasks/
 
@@ -58,6 +58,11 @@ def failed_record(spec: dict, job_dir: Path, reason: str, duration_s: float, sta
     tail = log_tail(job_dir / "job.log")
     record.update(status=status, reason=reason, phase=last_phase(job_dir / "job.log") or "process", log_tail=tail)
     record["job"]["duration_s"] = round(duration_s, 3)
+    left = autotune_store.left_in(job_dir)
+    if left is not None:  # what the job had tuned when it was stopped: the launcher brings it to the store
+        if left.get("stopped_in") and left.get("phase_started_at"):
+            left["phase_s_at_stop"] = round(time.time() - left.pop("phase_started_at"), 1)
+        record["timings"]["autotune_store"] = left
     return record
 
 

@@ -46,6 +46,22 @@ def with_seed(spec: dict) -> dict:
     return out
 
 
+def earlier_attempt(config: dict, record: dict | None) -> dict | None:
+    """What a stopped run of this job (timed out, killed, cancelled, failed) had tuned and
+    given the store, from its record, for the job that runs it again; None when there was
+    none, or it gave nothing."""
+    if not record or record.get("status") == "ok" or not shares(config):
+        return None
+    store = (record.get("timings") or {}).get("autotune_store") or {}
+    if not (store.get("job_entries") or store.get("job_kernel_configs")):
+        return None
+    keep = ("job_entries", "job_ops", "job_kernel_configs", "partial", "stopped_in", "phase_s_at_stop",
+            "new_in_store", "new_kernel_configs_in_store")
+    return {"status": record.get("status"), "reason": record.get("reason"),
+            "duration_s": (record.get("job") or {}).get("duration_s"),
+            **{k: store[k] for k in keep if k in store}}
+
+
 def bring_back(spec: dict, job_dir: Path, record: dict) -> dict:
     """The job's new entries into the stores (the record says how many were new there, and
     how many bytes of compile were kept)."""
@@ -57,8 +73,8 @@ def bring_back(spec: dict, job_dir: Path, record: dict) -> dict:
         except (autotune_store.StoreError, OSError) as e:  # the job's results count more than its timings
             new, note = None, f"its autotune entries could not be kept: {e}"
             timings.setdefault("autotune_store", {}).setdefault("notes", []).append(note)
-        if new is not None:
-            timings.setdefault("autotune_store", {})["new_in_store"] = new
+        if new is not None:  # how many of the job's timings and kernel configs the store did not have
+            timings.setdefault("autotune_store", {}).update(new)
     if compile_store.shared_by(config):
         try:
             kept = compile_store.absorb(Path(config["compile_store"]), job_dir, config)

@@ -1,0 +1,232 @@
+"""The autotune store's own command: python -m sweeper.store (or `sweeper store`)
+
+    python -m sweeper.store show                      # per key: GPU, ops, kernel configs, size, last use
+    python -m sweeper.store export store.tgz          # a tarball to carry to another machine (a few MB)
+    python -m sweeper.store import store.tgz          # merged into this machine's store
+    python -m sweeper.store prune --days 30           # drop keys no job has used for 30 days
+
+The store is the folder sweeps name in `autotune_store` (default $SWEEPER_AUTOTUNE_STORE,
+else ~/.cache/sweeper/autotune); `--store PATH` names another. A key is one torch version
+and one Inductor system hash (GPU model, CUDA and Triton versions): the jobs of that build
+on that GPU model use it (tasks/autotune_store.py).
+
+An export holds every key's template timings and kernel configs, with a manifest (format
+version, and a checksum and the counts for each file). Import checks all of it before it
+writes anything, then merges under the store's locks, so a sweep taking entries into the
+same store at the time loses nothing. A file of another format version, or one that is
+damaged, is refused with exit code 2; nothing in the store changes then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import os
+import re
+import sys
+import tarfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from tasks import autotune_store as st
+
+FORMAT = "sweeper-autotune-store"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+_MEMBER = re.compile(r"^torch-[A-Za-z0-9.+_-]+/[A-Za-z0-9_-]+\.json$")  # torch-<version>/<system hash>.json
+
+
+class StoreCommandError(Exception):
+    """Bad input to the command (a missing, damaged or foreign file): exit 2."""
+
+
+def default_store() -> Path:
+    return Path(os.environ.get("SWEEPER_AUTOTUNE_STORE") or "~/.cache/sweeper/autotune").expanduser()
+
+
+def keys(store: Path) -> list[Path]:
+    """The store's key files, torch-<version>/<system>.json."""
+    return sorted(store.glob("torch-*/*.json")) if store.is_dir() else []
+
+
+def last_used(path: Path) -> float:
+    used = path.with_suffix(".used")
+    return used.stat().st_mtime if used.exists() else path.stat().st_mtime
+
+
+def describe_key(path: Path) -> dict:
+    doc = st.read_doc(path)
+    gpu = ((doc.get("system") or {}).get("device") or {}).get("name")
+    return {"torch": path.parent.name.removeprefix("torch-"), "system": path.stem, "gpu": gpu,
+            "ops": st.count_ops(doc.get("cache") or {}), "choices": st.count_entries(doc.get("cache") or {}),
+            "kernel_configs": len(doc.get("kernel_configs") or {}), "bytes": path.stat().st_size,
+            "last_used": last_used(path)}
+
+
+def _when(t: float) -> str:
+    days = (time.time() - t) / 86400
+    stamp = datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return f"{stamp} ({days:.0f} days ago)" if days >= 1 else f"{stamp} (today)"
+
+
+def show(store: Path) -> int:
+    found = keys(store)
+    if not found:
+        print(f"{store}: empty (no autotune=on job has given it anything yet)")
+        return 0
+    print(f"{store}:")
+    print(f"{'torch':<18} {'system':<14} {'GPU':<26} {'ops':>5} {'choices':>8} {'kernel configs':>14} {'size':>9}  last use")
+    for path in found:
+        try:
+            k = describe_key(path)
+        except st.StoreError as e:
+            print(f"  {path}: unreadable ({e}); a sweep sets it aside when it next reads it")
+            continue
+        print(f"{k['torch']:<18} {k['system'][:12]:<14} {(k['gpu'] or 'no GPU')[:26]:<26} {k['ops']:>5} "
+              f"{k['choices']:>8} {k['kernel_configs']:>14} {k['bytes'] / 1e3:>7.0f}kB  {_when(k['last_used'])}")
+    return 0
+
+
+def export(store: Path, out: Path) -> int:
+    found = keys(store)
+    if not found:
+        raise StoreCommandError(f"{store}: the store is empty, nothing to export (run an autotune=on sweep first, "
+                                "or name another store with --store)")
+    files, blobs = [], {}
+    for path in found:
+        with st.locked(path.parent, path.stem):  # a sweep writing it now: the whole file or the one before
+            data = path.read_bytes()
+        doc = json.loads(data)
+        rel = f"{path.parent.name}/{path.name}"
+        blobs[rel] = data
+        files.append({"path": rel, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
+                      "ops": st.count_ops(doc.get("cache") or {}), "choices": st.count_entries(doc.get("cache") or {}),
+                      "kernel_configs": len(doc.get("kernel_configs") or {})})
+    manifest = {"format": FORMAT, "version": FORMAT_VERSION,
+                "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "files": files}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    with tarfile.open(tmp, "w:gz") as tar:
+        for name, data in [(MANIFEST, json.dumps(manifest, indent=1).encode()), *blobs.items()]:
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = len(data), int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    os.replace(tmp, out)
+    print(f"exported {len(files)} keys ({sum(f['ops'] for f in files)} ops, "
+          f"{sum(f['kernel_configs'] for f in files)} kernel configs) from {store} to {out} "
+          f"({out.stat().st_size / 1e6:.2f} MB)")
+    return 0
+
+
+def read_export(path: Path) -> tuple[dict, dict[str, dict]]:
+    """The manifest and every key's document of an export, all checked; StoreCommandError
+    naming what is wrong and what to do otherwise."""
+    if not path.is_file():
+        raise StoreCommandError(f"{path}: no such file (make one with `python -m sweeper.store export FILE`)")
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            members = {m.name: m for m in tar.getmembers()}
+            if MANIFEST not in members:
+                raise StoreCommandError(f"{path}: not a sweeper store export (no {MANIFEST}); "
+                                        "make one with `python -m sweeper.store export FILE`")
+            manifest = json.loads(tar.extractfile(members[MANIFEST]).read())
+            _check_manifest(path, manifest)
+            docs = {}
+            for entry in manifest["files"]:
+                rel = entry.get("path", "")
+                if not _MEMBER.match(rel) or rel not in members or not members[rel].isfile():
+                    raise StoreCommandError(f"{path}: damaged: {rel!r} is listed in its manifest but not held as a key file")
+                data = tar.extractfile(members[rel]).read()
+                if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+                    raise StoreCommandError(f"{path}: damaged: {rel} does not match its checksum; export it again")
+                try:
+                    docs[rel] = st.read_doc_bytes(data, f"{path}:{rel}")
+                except st.StoreError as e:
+                    raise StoreCommandError(f"{path}: damaged: {e}") from None
+    except (tarfile.TarError, EOFError, OSError, ValueError, UnicodeDecodeError) as e:
+        raise StoreCommandError(f"{path}: damaged or not a sweeper store export ({type(e).__name__}: {e}); "
+                                "export it again") from None
+    return manifest, docs
+
+
+def _check_manifest(path: Path, manifest) -> None:
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise StoreCommandError(f"{path}: not a sweeper store export (its manifest names no {FORMAT!r} format)")
+    if manifest.get("version") != FORMAT_VERSION:
+        raise StoreCommandError(f"{path}: an export of format version {manifest.get('version')!r}; this sweeper reads "
+                                f"version {FORMAT_VERSION}: export it with the same sweeper version as this one")
+    if not isinstance(manifest.get("files"), list):
+        raise StoreCommandError(f"{path}: damaged: its manifest lists no files")
+
+
+def import_(store: Path, path: Path) -> int:
+    manifest, docs = read_export(path)  # everything checked before the store is touched
+    total_new = total_configs = 0
+    for rel, doc in docs.items():
+        folder_name, system = rel.split("/")[0], rel.split("/")[1].removesuffix(".json")
+        new, configs = st.merge_into_store(store / folder_name, system, doc)
+        total_new, total_configs = total_new + new, total_configs + configs
+        print(f"  {rel}: {st.count_ops(doc.get('cache') or {})} ops, {len(doc.get('kernel_configs') or {})} kernel "
+              f"configs; {new} timed choices and {configs} kernel configs new here")
+    print(f"imported {len(docs)} keys from {path} (exported {manifest.get('created')}) into {store}: "
+          f"{total_new} timed choices and {total_configs} kernel configs were new")
+    return 0
+
+
+def prune(store: Path, days: float, dry_run: bool) -> int:
+    if days < 0:
+        raise StoreCommandError(f"--days {days}: a number of days, 0 or more")
+    cutoff, dropped = time.time() - days * 86400, 0
+    for path in keys(store):
+        if last_used(path) >= cutoff:
+            continue
+        print(f"{'would drop' if dry_run else 'dropped'} {path.parent.name}/{path.stem} (last used {_when(last_used(path))})")
+        dropped += 1
+        if not dry_run:
+            with st.locked(path.parent, path.stem):
+                path.unlink()
+                path.with_suffix(".used").unlink(missing_ok=True)
+    print(f"{dropped} of {len(keys(store)) + (0 if dry_run else dropped)} keys "
+          f"{'would be ' if dry_run else ''}dropped (not used for {days:g} days)")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m sweeper.store", description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n\n".join(__doc__.split("\n\n")[1:]))
+    p.add_argument("--store", type=Path, default=None,
+                   help="the store folder (default: $SWEEPER_AUTOTUNE_STORE, else ~/.cache/sweeper/autotune)")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("show", help="per key: GPU, ops, timed choices, kernel configs, size, last use")
+    e = sub.add_parser("export", help="the whole store into one tarball")
+    e.add_argument("file", type=Path)
+    i = sub.add_parser("import", help="a tarball from `export` merged into this store")
+    i.add_argument("file", type=Path)
+    r = sub.add_parser("prune", help="drop keys that no job used for DAYS days")
+    r.add_argument("--days", type=float, default=30.0, help="default 30")
+    r.add_argument("--dry-run", action="store_true", help="say what would go, drop nothing")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)  # a usage error exits 2 (argparse)
+    store = (args.store or default_store()).expanduser()
+    try:
+        if args.command == "show":
+            return show(store)
+        if args.command == "export":
+            return export(store, args.file)
+        if args.command == "import":
+            return import_(store, args.file)
+        return prune(store, args.days, args.dry_run)
+    except StoreCommandError as e:
+        print(f"sweeper store: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

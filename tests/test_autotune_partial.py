@@ -1,0 +1,129 @@
+"""Autotune work is never lost: a max-autotune job stopped mid-compile (its time limit, a
+cancelled sweep) still gives the store what it had tuned, its record says how much and that
+it was partial, and the job run again starts from it. Real sweeps through the embedded Ray,
+real torch.compile on the CPU, where max-autotune times C++ GEMM templates against oneDNN
+for a frozen Linear (the same store file as on a GPU). `debug_fault=stall_mid_compile`
+stalls the compile once max-autotune has timed its first op (tasks/phases.py)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sweeper.record import read_record
+from tasks import autotune_store as st
+
+ROOT = Path(__file__).resolve().parent.parent
+JOB = ["autotune=on", "amp=off", "mode=inference", "+inductor.freezing=true", "measure.timed_steps=2", "measure.warmup_steps=1", "measure.profile_steps=1",
+       "measure.module_rounds=2", "measure.module_calls_per_round=1", "measure.module_profile_calls=1",
+       "measure.eager=false", "measure.steady_loop_s=0"]
+
+
+def _env(store: Path) -> dict:
+    return dict(os.environ, SWEEPER_AUTOTUNE_STORE=str(store), SWEEPER_COMPILE_STORE="off", SWEEPER_CHECKPOINT_S="1")
+
+
+# one op to autotune (test_resnet's classifier, frozen for the CPU's GEMM templates)
+RESNET = ["model=test_resnet", "image_size=32", "batch_size=8"]
+# four (test_vit's attention and MLP Linears)
+VIT = ["model=test_vit", "batch_size=2", "measure.microbench=false"]
+
+
+def _sweep(store, sweep_dir, *extra, timeout=600):
+    return subprocess.run([sys.executable, "-m", "sweeper", *JOB, *extra, f"hydra.sweep.dir={sweep_dir}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=_env(store))
+
+
+def _store_ops(store: Path) -> int:
+    return sum(st.count_ops(json.loads(f.read_text())["cache"]) for f in store.glob("torch-*/*.json"))
+
+
+def _resumed_job_starts_from_the_stopped_ones_entries(store, sweep_dir, stopped):
+    again = _sweep(store, sweep_dir, *RESNET)  # the same command, without the fault, into the same folder
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    record = read_record(sweep_dir / "0")
+    got = record["timings"]["autotune_store"]
+    assert got["seeded_ops"] == stopped["job_ops"] and got["seeded_entries"] == stopped["job_entries"]
+    # the record sets the stopped run beside this one: what it gave, how far its compile got
+    earlier = got["earlier_attempt"]
+    assert earlier["status"] == read_record(sweep_dir.parent / "stopped")["status"]
+    assert earlier["job_ops"] == stopped["job_ops"] and earlier["partial"] is True
+    assert earlier["stopped_in"] == "compile" and earlier["phase_s_at_stop"] > 0
+    assert record["timings"]["compile_s"] > 0 and got["partial"] is False
+    log = (sweep_dir / "0" / "job.log").read_text()
+    assert f"{stopped['job_ops']} ops ({stopped['job_entries']} timed choices)" in log  # said as it starts
+    assert "from the store: 1 ops" in log  # and in the compile's heartbeat
+    # the op the stopped job timed is not timed again (its only op: nothing is benchmarked)
+    assert "stalling mid-compile after autotuning packed_linear" in (sweep_dir.parent / "stopped.log").read_text()
+    assert "AUTOTUNE" not in log
+
+
+def _keep_stopped(sweep_dir: Path) -> dict:
+    """The stopped job's record and log, kept aside (the re-run replaces them)."""
+    record = read_record(sweep_dir / "0")
+    (sweep_dir.parent / "stopped").mkdir()
+    (sweep_dir.parent / "stopped" / "result.json").write_text(json.dumps(record))
+    (sweep_dir.parent / "stopped.log").write_text((sweep_dir / "0" / "job.log").read_text())
+    return record
+
+
+@pytest.mark.slow
+def test_a_timed_out_job_gives_its_entries_and_the_rerun_goes_on_where_it_stopped(tmp_path):
+    """test_vit has four ops to autotune: stopped after the first, run again, it times the
+    other three only."""
+    store, sweep_dir = tmp_path / "store", tmp_path / "sweep"
+    proc = _sweep(store, sweep_dir, *VIT, "debug_fault=stall_mid_compile", "timeout_s=75")
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    record = _keep_stopped(sweep_dir)
+    assert record["status"] == "failed" and "timed out after 75 s" in record["reason"]
+    got = record["timings"]["autotune_store"]
+    assert got["partial"] is True and got["job_ops"] == 1 and got["job_entries"] >= 2
+    assert got["new_in_store"] == got["job_entries"] and got["stopped_in"] == "compile"
+    assert got["phase_s_at_stop"] >= got["phase_s_at_last_write"] > 0
+    assert _store_ops(store) == 1  # in the store now, though the job never finished
+    assert not (sweep_dir / "0" / st.ENTRIES_FILE).exists()  # absorbed
+
+    again = _sweep(store, sweep_dir, *VIT)  # the same command, without the fault, into the same folder
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    resumed = read_record(sweep_dir / "0")
+    mine = resumed["timings"]["autotune_store"]
+    assert mine["seeded_ops"] == 1 and mine["earlier_attempt"]["job_ops"] == 1
+    assert mine["earlier_attempt"]["status"] == "failed" and mine["earlier_attempt"]["phase_s_at_stop"] > 0
+    log = (sweep_dir / "0" / "job.log").read_text()
+    stopped_op = (sweep_dir.parent / "stopped.log").read_text().split("stalling mid-compile after autotuning ")[1]
+    assert log.count("SingleProcess AUTOTUNE benchmarking") == 3  # the three it had not reached
+    assert resumed["timings"]["compile_split_s"]["template_ops"] == 3
+    assert mine["job_ops"] == 4 and mine["new_in_store"] == mine["job_entries"] - got["job_entries"]
+    assert _store_ops(store) == 4
+    assert stopped_op.split()[0] == "packed_linear"
+
+
+@pytest.mark.slow
+def test_a_cancelled_sweep_brings_its_jobs_entries_back_from_scratch(tmp_path):
+    store, sweep_dir, scratch = tmp_path / "store", tmp_path / "sweep", tmp_path / "scratch"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweeper", *JOB, *RESNET, "debug_fault=stall_mid_compile", f"hydra.launcher.scratch_dir={scratch}",
+         f"hydra.sweep.dir={sweep_dir}"], cwd=ROOT, env=_env(store), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline, seen = time.time() + 300, ""
+    while time.time() < deadline and "stalling mid-compile" not in seen:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen += line
+    assert "stalling mid-compile" in seen, seen[-3000:]
+    proc.send_signal(signal.SIGINT)  # Ctrl-C
+    out = seen + proc.communicate(timeout=180)[0]
+    assert proc.returncode == 130, out[-3000:]
+    assert "autotune entries of 1 stopped jobs brought back" in out
+    record = _keep_stopped(sweep_dir)
+    assert record["status"] == "cancelled"
+    got = record["timings"]["autotune_store"]
+    assert got["partial"] is True and got["job_ops"] == 1 and got["new_in_store"] == got["job_entries"]
+    assert _store_ops(store) == 1
+    _resumed_job_starts_from_the_stopped_ones_entries(store, sweep_dir, got)
