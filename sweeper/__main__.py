@@ -18,12 +18,13 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from sweeper.sweep import stores, pythons, summary as sm
-from sweeper.sweep.config import register
+from sweeper.sweep.hydra_setup import register
 from sweeper.sweep.control import job_spec, sigterm_as_interrupt
 from sweeper.sweep.show_config import sweep_configs, wants_config, without_multirun
 from sweeper.sweep.job_process import failed_record, progress_printer, run_job_process
 from sweeper.record import write_record
-from sweeper.sweep.validate import SweepConfigError, job_problems
+from sweeper.sweep.overrides import check as check_overrides
+from sweeper.sweep.validate import SweepConfigError, job_problems, stop_on_problem
 
 register()
 
@@ -86,6 +87,8 @@ def main() -> None:
         from sweeper import store
 
         sys.exit(store.main(sys.argv[2:]))
+    if not any(a in ("--help", "-h", "--hydra-help") for a in sys.argv[1:]):  # bad keys and values: exit 2
+        stop_on_problem(check_overrides, sys.argv[1:], CONF_DIR)
     if wants_config(sys.argv[1:]):  # --cfg over a sweep: each job's config (show_config.py)
         shown = sweep_configs(sys.argv[1:], CONF_DIR)
         if shown is not None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from sweeper.record import atomic_write_text
 from sweeper.reporting import figures as fg
 from sweeper.reporting import report, tables
+from sweeper.reporting.findings import all_findings
 from sweeper.reporting.load import AggregateError, load_sweep
 from sweeper.reporting.notes import all_notes
 from sweeper.reporting.sweeps import compare_builds, earlier_comparison
@@ -38,7 +39,9 @@ def aggregate(sweep_dir: Path) -> Path:
     notes = notes + all_notes(jobs)
     comparison, more = earlier_comparison(sweep_dir)
     builds = compare_builds(sweep_dir) if jobs["python"].nunique() > 1 else []
-    page = report.render(sweep_dir, summary, records, jobs, kernels, figs, notes + more, comparison, builds)
+    found, module_view = all_findings(jobs, cats, kernels, bench)
+    page = report.render(sweep_dir, summary, records, jobs, kernels, figs, notes + more, comparison, builds,
+                         found, module_view)
     path = sweep_dir / REPORT_FILE
     atomic_write_text(path, page)
     return path

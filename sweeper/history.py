@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweeper.analysis.regression import DEFAULT_THRESHOLD_PCT, FLAGGING, HOST, wall_ms
+from sweeper.analysis.regression import CANNOT_JUDGE, CANNOT_JUDGE_NOISE_PCT, DEFAULT_THRESHOLD_PCT, FLAGGING, HOST, wall_ms
 from sweeper.reporting import sweeps as sw
 from sweeper.reporting.load import AggregateError
 from sweeper.reporting.tables import distinct_labels
@@ -34,7 +34,9 @@ half the interquartile range of the loop's stretches, each timed apart) or, once
 3 earlier complete sweeps on the same GPU model have the job, the spread over them. A job
 is flagged slower or faster when its kernels' time changed, or its step time changed
 with its number of kernel launches; a step time that moved alone is the host's ("host",
-not flagged). On a CPU, the step time alone decides. Each row shows both changes, the noise each was held against, the verdict
+not flagged). On a CPU, the step time alone decides. A job whose noise is wider than
+±50% (a CPU shared with other work) is "cannot judge", it and its kernels: on a CPU a
+compare can show a large change of an idle machine's runs, never a small one of a busy one's. Each row shows both changes, the noise each was held against, the verdict
 and why (docs/method.md, "Comparing sweeps"). New and gone jobs are listed apart.
 Flagged jobs get a kernel-level diff (--kernels: every job).
 
@@ -73,9 +75,14 @@ def compare_text(cmp: sw.Comparison, top: int = 10) -> str:
                      f"| {r['why'] or '–'} | {_f(r['busy_pct_old'], '{:.1f}')} -> {_f(r['busy_pct_new'], '{:.1f}')} |")
     flagged = cmp.flagged
     v = both["verdict"]
-    counts = ", ".join(f"{int((v == k).sum())} {k}" for k in (*FLAGGING, HOST, "within noise", "unchanged"))
+    counts = ", ".join(f"{int((v == k).sum())} {k}" for k in (*FLAGGING, HOST, "within noise", "unchanged", CANNOT_JUDGE))
     changed = int(v.str.startswith("status ").sum())
     lines += ["", f"{len(flagged)} of {len(both)} jobs flagged ({counts}; {changed} changed status)."]
+    unjudged = both[v == CANNOT_JUDGE]
+    if len(unjudged):
+        lines.append(f"{len(unjudged)} jobs could not be judged: their noise is wider than ±{CANNOT_JUDGE_NOISE_PCT:g}% "
+                     f"({', '.join(f'{lab} ±{n:.0f}%' for lab, n in zip(unjudged['label'], unjudged['noise_pct']))}); "
+                     "neither a change nor its absence can be read from them, nor from their kernels")
     for what, name in (("new job", "new (not in the old sweep)"), ("gone", "gone (not in the new sweep)")):
         labels = list(t.loc[t["verdict"] == what, "label"])
         if labels:
@@ -92,8 +99,11 @@ def compare_text(cmp: sw.Comparison, top: int = 10) -> str:
         lines.append("category shares %: " + ", ".join(
             f"{c} {_f(d.shares_old.get(c), '{:.1f}')} -> {_f(d.shares_new.get(c), '{:.1f}')}" for c in cats))
         lines.append("; ".join(f"{name} {_f(a, '{:.1f}')} -> {_f(b, '{:.1f}')}" for name, (a, b) in d.figures.items()))
+        if row["verdict"] == CANNOT_JUDGE:
+            lines.append(f"kernels: not judged either ({row['why']})")
+            continue
         if d.kernels.empty:
-            lines.append("kernels: none moved by the threshold (or none above 1% of the step)")
+            lines.append("kernels: none moved by the threshold and the job's noise (or none above 1% of the step)")
             continue
         lines += ["| kernel | category | ms old | ms new | change ms | change % | what |", "|---|---|---|---|---|---|---|"]
         for _, k in d.kernels.head(top).iterrows():
@@ -110,9 +120,10 @@ def write_compare(cmp: sw.Comparison, out: Path) -> list[Path]:
     written = [out / "compare_jobs.csv"]
     cmp.jobs.to_csv(written[0], index=False)
     if cmp.details:
-        rows = [k.assign(job=d.label) for d in cmp.details.values() for k in [d.kernels]]
+        unjudged = set(cmp.jobs.loc[cmp.jobs["verdict"] == CANNOT_JUDGE, "key"])
+        rows = [k.assign(job=d.label) for key, d in cmp.details.items() if key not in unjudged for k in [d.kernels]]
         written.append(out / "compare_kernels.csv")
-        pd.concat(rows, ignore_index=True).to_csv(written[1], index=False)
+        (pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()).to_csv(written[1], index=False)
     return written
 
 

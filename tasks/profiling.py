@@ -54,4 +54,5 @@ def analyse(events: list[dict], device: str, label: str, runs: int, wall_ms: flo
             if any(s <= k.start_us and k.end_us <= e for s, e in ranges)
         ]
     span = bd.profiled_span(kernels, ranges)
-    return bd.breakdown(kernels, runs=runs, span=span, wall_ms=wall_ms, busy_wall_ms=busy_wall_ms)
+    return bd.breakdown(kernels, runs=runs, span=span, wall_ms=wall_ms, busy_wall_ms=busy_wall_ms,
+                        host_timed=device != "cuda")

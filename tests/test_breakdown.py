@@ -207,3 +207,24 @@ def test_each_timed_round_comes_with_a_launch_probe_reading_taken_just_before_it
     assert order == ["probe", "call", "call"] * 4  # one reading, then that round's 2 calls
     # A real reading of the CPU's dispatch of a tiny op: microseconds, not zero or seconds.
     assert all(0.05 < r < 10_000 for r in readings)
+
+
+def test_host_timed_breakdown_is_scaled_to_the_unprofiled_run_and_a_gpu_one_is_not():
+    """Two ops of 60 and 40 ms a run, profiled over a 100 ms span, where the unprofiled
+    run takes 50 ms: on a CPU (the ops timed on the slowed host) they become 30 and 20 ms;
+    on a GPU, kernel times stand as measured; a profiled run faster than the unprofiled one
+    changes nothing."""
+    from sweeper.analysis.breakdown import breakdown
+    from sweeper.analysis.trace import Interval
+
+    ops = [Interval("aten::convolution", "cpu_op", 0.0, 60_000.0), Interval("graph_0_cpp_fused_add_0", "cpu_op", 60_000.0, 40_000.0)]
+    cpu = breakdown(ops, runs=1, span=(0.0, 100_000.0), wall_ms=50.0, host_timed=True)
+    assert cpu["profiled_scale"] == 0.5 and cpu["device_ms_profiled"] == 100.0
+    assert [k["device_ms"] for k in cpu["kernels"]] == [30.0, 20.0] and cpu["device_ms"] == 50.0
+    assert sum(k["pct_of_wall"] for k in cpu["kernels"]) == 100.0 and cpu["busy_pct"] == 100.0
+    assert sum(c["share_of_device_pct"] for c in cpu["categories"].values()) == 100.0
+    kernels = [Interval(k.name, "kernel", k.start_us, k.dur_us) for k in ops]
+    gpu = breakdown(kernels, runs=1, span=(0.0, 100_000.0), wall_ms=50.0)
+    assert [k["device_ms"] for k in gpu["kernels"]] == [60.0, 40.0] and "profiled_scale" not in gpu
+    fast = breakdown(ops, runs=1, span=(0.0, 100_000.0), wall_ms=120.0, host_timed=True)
+    assert fast["profiled_scale"] == 1.0 and [k["device_ms"] for k in fast["kernels"]] == [60.0, 40.0]

@@ -7,7 +7,7 @@ from hydra import compose, initialize_config_dir
 from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
-from sweeper.sweep.config import register
+from sweeper.sweep.hydra_setup import register
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = str(ROOT / "conf")

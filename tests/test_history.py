@@ -64,6 +64,31 @@ def slow_down(sweep: Path, factor: float, jobs=None, kernels=True) -> None:
         path.write_text(json.dumps(rec))
 
 
+def test_a_compare_says_it_cannot_judge_a_job_whose_noise_hides_every_change():
+    """An identical CPU re-run: +203% against a noise of ±1010% is not "within noise" but
+    cannot judge; the same noise hides the absence of a change too; a change beyond even
+    that noise is still a change; a GPU job's kernel time still judges when its step time
+    cannot."""
+    cpu = {"status_old": "ok", "status_new": "ok", "step_change_pct": 203.0, "noise_pct": 1010.0, "cpu": True}
+    verdict, why = rg.verdict(cpu, 5)
+    assert verdict == "cannot judge" and "±1010%" in why and "idle machine" in why
+    assert rg.verdict({**cpu, "step_change_pct": 2.0}, 5)[0] == "cannot judge"  # not "unchanged"
+    assert rg.verdict({**cpu, "step_change_pct": 1500.0}, 5) == ("slower", "step time")
+    assert rg.verdict({**cpu, "noise_pct": 40.0}, 5)[0] == "slower"  # inside the limit: judged as before
+    assert rg.verdict({**cpu, "noise_pct": 250.0}, 5)[0] == "cannot judge"
+    gpu = {**cpu, "cpu": False, "device_change_pct": 1.0, "device_noise_pct": None, "launches_old": 100.0,
+           "launches_new": 100.0}
+    assert rg.verdict(gpu, 5) == ("unchanged", "kernel time (the step time varies too much to judge)")
+    assert rg.verdict({**gpu, "device_change_pct": 30.0, "device_noise_pct": 80.0}, 5)[0] == "cannot judge"
+    # --kernels holds each kernel against the job's noise: a kernel 30% slower in a job of
+    # ±40% noise is not listed, one 60% slower is
+    old = pd.DataFrame({"kernel": ["a", "b"], "category": ["cpp"] * 2, "device_ms": [10.0, 10.0],
+                        "share_pct": [50.0, 50.0], "source": [None, None], "scope": ["step"] * 2})
+    new = old.assign(device_ms=[13.0, 16.0])
+    assert list(rg.kernel_diff(old, new, 5)["kernel"]) == ["b", "a"]
+    assert list(rg.kernel_diff(old, new, 5, noise_pct=40.0)["kernel"]) == ["b"]
+
+
 def test_verdicts_hold_a_change_against_threshold_and_noise():
     assert rg.change_verdict(3.0, 0.5, 5) == "unchanged"
     assert rg.change_verdict(12.0, 20.0, 5) == "within noise"
@@ -244,7 +269,7 @@ def test_three_nights_on_a_two_node_cluster_are_compared_and_a_slower_copy_is_fl
         proc = history("compare", nights / f"night{n}", "--fail-on-regression", "--threshold", "25", "--out", out)
         assert f"against {nights / f'night{n - 1}'}" in proc.stdout, proc.stdout + proc.stderr
         table = pd.read_csv(out / "compare_jobs.csv")
-        assert len(table) == 2 and set(table["verdict"]) <= {"slower", "faster", "unchanged", "within noise"}
+        assert len(table) == 2 and set(table["verdict"]) <= {"slower", "faster", "unchanged", "within noise", "cannot judge"}
         for _, row in table.iterrows():  # a CPU job's step time decides alone (docs/method.md)
             change, noise = abs(row["step_change_pct"]), row["noise_pct"]
             beyond = change >= 25 and (pd.isna(noise) or change > noise)
@@ -288,3 +313,21 @@ def test_h200_nights_identical_runs_flag_nothing_and_a_loaded_gpu_flags_every_jo
     assert "the spread over the 3 complete sweeps" in proc.stdout  # nights 1-3 as history
     assert "## convnext_tiny b32 infer fp16: slower (kernel time)" in proc.stdout
     assert "| conv2d_c1_k1_nhwc_specialized | library_mm_conv | 0.714 | 2.828 |" in proc.stdout
+
+
+def test_a_nightlys_report_opens_with_what_changed_then_the_findings(tmp_path):
+    """The fourth H200 night (a matmul loop beside it on each GPU) against the third: the
+    report's first screen says which jobs were flagged and the kernel that moved most,
+    before the findings, which come before the jobs table."""
+    from sweeper.aggregate import aggregate
+
+    nights = h200_nights(tmp_path)
+    page = aggregate(nights / "night4").read_text()
+    changed, findings, jobs = (page.index(f"id='{i}'") for i in ("changed", "findings", "summary"))
+    assert changed < findings < jobs
+    first = page[changed:findings]
+    assert "What changed since night3" in first and "4 of 4 jobs flagged" in first
+    assert "convnext_tiny b32 infer fp16: slower (kernel time)" in first and "most moved kernel" in first
+    # night2 against night1: nothing flagged, and the first screen says so
+    calm = aggregate(nights / "night2").read_text()
+    assert "0 of 4 jobs flagged" in calm and "Nothing moved beyond its noise." in calm

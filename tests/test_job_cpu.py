@@ -141,6 +141,24 @@ def test_training_job_step_breakdown_and_traces(training_job):
         assert load_trace(path)
 
 
+def test_a_cpu_breakdown_never_exceeds_the_time_it_breaks_down(training_job):
+    """On a CPU the profiler slows the ops it times: the kernel table, each category and
+    each module's breakdown are scaled to the unprofiled run, never above its wall time."""
+    from sweeper.analysis.breakdown import wall_figure
+
+    rec = read_record(training_job[0])
+    step, t = rec["step"], rec["timings"]
+    step_ms = min(t["steady_loop"]["step_ms"], t["compiled_step_ms"]["median"])
+    assert sum(k["device_ms"] for k in step["kernels"]) <= step_ms * (1 + 1e-9)
+    assert all(c["device_ms"] <= step_ms * (1 + 1e-9) for c in step["categories"].values())
+    assert 0 < step["profiled_scale"] <= 1
+    assert step["device_ms"] == pytest.approx(step["device_ms_profiled"] * step["profiled_scale"], rel=1e-3)
+    for m in rec["modules"]:
+        b, wall = m["breakdown"], wall_figure(m["wall_ms"])
+        assert sum(k["device_ms"] for k in b["kernels"]) <= wall * (1 + 1e-9), m["role"]
+        assert all(k["pct_of_wall"] <= 100 + 1e-6 for k in b["kernels"])
+
+
 @pytest.mark.slow
 def test_cache_hit_still_captures_modules(training_job):
     """Run the same job again on its warm compile cache (kept in the node's scratch folder):
@@ -211,7 +229,7 @@ def test_cpu_report_speaks_of_the_cpu_and_renders_in_a_browser(training_job):
                            "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     dom = proc.stdout
-    assert 'data-figures-rendered="3"' in dom  # categories, busy, compile: the others need a GPU or a pair
+    assert 'data-figures-rendered="4"' in dom  # shares, busy, categories, compile: the others need a GPU or a pair
     assert "CPU busy %" in dom and "CPU time by kernel category" in dom
     for gpu_only in ("GPU", "NVML", "peak MiB", "L2 flushed", "device-to-device", "gpu_count", ">cuda<"):
         assert gpu_only not in dom, gpu_only

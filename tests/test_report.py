@@ -101,7 +101,7 @@ def test_report_names_failed_jobs_and_how_to_rerun(gpu_sweep):
     page = report.read_text()
     assert "out of GPU memory at batch size 100000" in page
     assert "python -m sweeper model=resnet18 batch_size=100000" in page
-    assert page.count("data:image/png;base64,") == 4  # every drawn figure is embedded
+    assert page.count("data:image/png;base64,") == 6  # every drawn figure is embedded
     assert "kernels against the bandwidth roofline: not drawn" in page
     assert 'href="0/traces/step.json.gz"' in page  # links into the job folders, relative
     assert "NVIDIA H200" in page
@@ -113,10 +113,11 @@ def test_report_renders_in_a_headless_browser(gpu_sweep):
                            "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     dom = proc.stdout
-    assert 'data-figures-rendered="4"' in dom  # the browser decoded all four embedded PNGs
+    assert 'data-figures-rendered="6"' in dom  # the browser decoded all six embedded PNGs
     kernels = pd.read_parquet(sweep / "tables" / "kernels.parquet")
     with_kernels = kernels[kernels["scope"] == "step"]["job"].nunique()
-    assert f'data-tables="{3 + with_kernels}"' in dom  # environment, jobs, failed jobs, a kernel table a job
+    # environment, jobs, module view, failed jobs, a kernel table a job
+    assert f'data-tables="{4 + with_kernels}"' in dom
     assert 'id="failed-jobs"' in dom and "out of GPU memory" in dom
 
 

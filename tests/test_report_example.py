@@ -62,7 +62,7 @@ def test_roofline_and_headroom_are_drawn_from_the_microbenchmarks(example):
 def test_report_shows_standalone_figures_and_all_figures(example):
     sweep, records, report = example
     page = report.read_text()
-    assert page.count("data:image/png;base64,") == 5  # roofline included now
+    assert page.count("data:image/png;base64,") == 7  # shares, busy, pairs, categories, autotune, roofline, compile
     shown = [r for rec in records.values() for r in rec["kernel_table"]["rows"]
              if r.get("standalone_ms") and f"<td class='num'>{r['standalone_ms']:.4f}</td>" in page]
     assert shown  # the costliest kernels' table carries their standalone times
@@ -121,7 +121,7 @@ def test_busy_figure_and_nvml_side_by_side_and_the_gaps_named(example):
 
 
 def test_the_example_renders_in_a_browser_with_every_figure_and_gpu_wording(example):
-    """The committed GPU example in a real headless browser: all five figures decoded, a
+    """The committed GPU example in a real headless browser: all seven figures decoded, a
     kernel table a job, GPU words and columns (the CPU sweep's: tests/test_job_cpu.py)."""
     import subprocess
 
@@ -132,6 +132,47 @@ def test_the_example_renders_in_a_browser_with_every_figure_and_gpu_wording(exam
                            "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     dom = proc.stdout
-    assert 'data-figures-rendered="5"' in dom
-    assert f'data-tables="{2 + len(records)}"' in dom  # environment, jobs, one kernel table a job
+    assert 'data-figures-rendered="7"' in dom
+    assert f'data-tables="{3 + len(records)}"' in dom  # environment, jobs, module view, one kernel table a job
     assert "GPU busy %" in dom and "NVML util %" in dom and "L2 flushed" in dom
+
+
+@pytest.mark.parametrize("width", [1400, 390], ids=["desktop", "phone"])
+def test_the_first_screen_answers_and_fits_a_desktop_and_a_phone(example, width):
+    """In a real browser at 1400 px and at a phone's width: the findings come first, under
+    their own heading and before the jobs table, and state densenet121's launch-bound step
+    with the CUDA-graphs effect and its layout-conversion share; the shares and pairwise
+    figures are there and decoded; nothing is wider than the window."""
+    import re
+    import subprocess
+
+    from conftest import chromium
+
+    _, _, report = example
+    # A headless window is 500 px wide at least: the page is laid out at the width asked in
+    # a frame that wide, and the frame hands over what the page measured of itself.
+    frame = report.parent / f"frame{width}.html"
+    frame.write_text(f"<html><body><iframe id='f' src='{report.name}' width='{width}' height='2000' "
+                     "style='border:0'></iframe><script>document.getElementById('f').onload = function () {"
+                     " var d = this.contentDocument; document.body.setAttribute('data-dom', d.body.outerHTML);"
+                     " Array.prototype.forEach.call(d.body.attributes, function (a) {"
+                     " document.body.setAttribute(a.name, a.value); }); };</script></body></html>")
+    proc = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                           "--allow-file-access-from-files", "--window-size=1500,2000", "--virtual-time-budget=8000",
+                           "--dump-dom", frame.as_uri()], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    import html
+
+    dom = html.unescape(proc.stdout)
+    assert 'data-figures-rendered="7"' in dom
+    page, viewport = (int(re.search(rf'{a}="(\d+)"', dom).group(1)) for a in ("data-page-width", "data-viewport-width"))
+    assert viewport == width and page <= viewport, (page, viewport)
+    assert int(re.search(r'data-findings="(\d+)"', dom).group(1)) >= 6
+    assert dom.index('id="findings"') < dom.index('id="summary"') < dom.index('id="figures"')
+    first = dom[dom.index('id="findings"'):dom.index('id="summary"')]
+    assert "densenet121 b16 train fp16 is launch-bound: the GPU is busy 27%" in first
+    assert "With CUDA graphs (densenet121 b16 train fp16 cudagraphs) the GPU is busy 91% and the step takes 11.8 ms" in first
+    assert "18.6% of densenet121 b16 train fp16's GPU time goes to layout conversions" in first
+    assert 'id="fig-shares"' in dom and 'id="fig-pairs"' in dom
+    assert "densenet121 b16 train fp16 against mixnet_l b128 train fp16 (the mission's pair)" in dom
+    assert 'href="#job-0"' in first and 'id="job-0"' in dom  # a finding links to its row

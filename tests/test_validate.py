@@ -216,17 +216,39 @@ def test_second_sweep_into_the_same_folder_refuses(tmp_path):
         first.communicate(timeout=120)
 
 
-@pytest.mark.parametrize("override, says", [("modle=resnet18", "Key 'modle' not in 'JobConfig'"),
-                                            ("mode=train", "Invalid value 'train', expected one of [training, inference]")])
-def test_unknown_key_or_value_stops_before_any_folder(tmp_path, override, says):
+@pytest.mark.parametrize("override, says", [
+    ("modle=resnet18", "modle: not a sweeper key (did you mean mode or model?)"),
+    ("+modle=resnet18", "modle: not a sweeper key (did you mean mode or model?)"),
+    ("autotune=yes", "autotune=yes: one of on, off"),  # OmegaConf would read yes as true
+    ("+autotune=yes", "autotune=yes: one of on, off"),
+    ("autotune=maybe", "autotune=maybe: one of on, off"),
+    ("autotune=on,yes", "autotune=yes: one of on, off"),  # a swept value too
+    ("mode=train", "mode=train: one of training, inference"),
+    ("batch_size=eight", "batch_size=eight: an integer"),
+])
+def test_an_unknown_key_or_value_exits_2_with_sweepers_message_before_any_folder(tmp_path, override, says):
+    """With or without a `+`, a bad key or value gets sweeper's message, naming the accepted
+    keys or values, and exit code 2, as the README promises; nothing is created."""
     t0 = time.time()
     sweep_dir = tmp_path / "sweep"
-    proc = subprocess.run([sys.executable, "-m", "sweeper", override, f"hydra.sweep.dir={sweep_dir}"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1
-    assert says in proc.stderr and override.split("=")[0] in proc.stderr
+    for extra in ([], ["dry_run=true"], ["--cfg", "job"]):
+        proc = subprocess.run([sys.executable, "-m", "sweeper", override, *extra, f"hydra.sweep.dir={sweep_dir}"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert says in proc.stderr and "no job was run" in proc.stderr and "--help" in proc.stderr
+        assert "Could not override" not in proc.stderr and "Traceback" not in proc.stderr
     assert not sweep_dir.exists()
-    assert time.time() - t0 < 60
+    assert time.time() - t0 < 90
+
+
+def test_on_off_keys_take_on_off_true_false():
+    from sweeper.sweep.overrides import problems
+
+    assert problems(["autotune=on,off", "amp=true", "cudagraphs=False", "measure.eager=off"], set()) == []
+    assert problems(["cudagraphs=1"], set()) == ["cudagraphs=1: one of on, off"]
+    # groups, hydra's own keys and the free-form dicts are left to their own checks
+    assert problems(["+sweep=nightly", "hydra/launcher=basic", "hydra.sweep.dir=/x", "+inductor.anything=1"],
+                    {"sweep", "case"}) == []
 
 
 def test_undeclared_keys_are_named_with_the_closest_declared_ones():

@@ -57,7 +57,7 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
     sweep = None
     try:
         jobs = _checked_jobs(launcher, conf, job_overrides, initial_job_idx)
-        if dry_run(jobs, sweep_dir):
+        if dry_run(jobs, sweep_dir, gpus=None if cluster_address(conf) else (nvml_gpus()[0] or 0)):
             print(expected_time(conf, jobs, sweep_dir, slots=local_slots(jobs))[0])
             return []
         stop_on_problem(check_output_dir, sweep_dir)
@@ -235,13 +235,13 @@ class RaySweep:
         for ref in self.pending:
             ray.cancel(ref, force=True)
         running = {job.job_dir: self.scratch_root / job.job_dir.name for job in self.pending.values()}
-        if any(stores.shares(job.spec["config"]) for job in self.pending.values()):
-            try:  # what the stopped autotune jobs tuned so far: into the store
-                kept = salvage(running)
+        try:  # the stopped jobs' logs, and what the autotune jobs had tuned so far, for the store
+            kept = salvage(running)
+            if any(stores.shares(job.spec["config"]) for job in self.pending.values()):
                 print(f"[sweep] autotune entries of {kept} stopped jobs brought back for the store", flush=True)
-            except Exception as e:  # noqa: BLE001 - the finished results and the summary come first
-                print(f"[sweep] the stopped jobs' autotune entries could not be brought back: {type(e).__name__}: {e}",
-                      flush=True)
+        except Exception as e:  # noqa: BLE001 - the finished results and the summary come first
+            print(f"[sweep] what the stopped jobs left on their nodes could not be brought back: {type(e).__name__}: {e}",
+                  flush=True)
         for ref, job in list(self.pending.items()):
             record = record_without_worker(job, "cancelled (Ctrl-C or SIGTERM) before it finished",
                                            time.time() - self.submitted_at[job.num],

@@ -1,29 +1,11 @@
-"""This machine's GPUs, read by NVML before Ray starts (no torch import): for the checks
-and the dry run, which must answer as a real run would, in about a second."""
+"""This machine's GPUs (sweeper/sweep/machine.py: NVML, no torch import) for the checks and
+the dry run, which must answer as a real run would, in about a second."""
 
 from __future__ import annotations
 
 from hydra_plugins.sweeper_ray._config import cluster_address
 from sweeper.sweep.control import Job
-
-
-def nvml_gpus() -> tuple[int | None, str | None]:
-    """(GPUs on this machine, the first one's model as records name it), read by NVML
-    without importing torch: (None, None) when pynvml is missing, (0, None) with no driver."""
-    try:
-        import pynvml
-    except ImportError:
-        return None, None
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:  # no NVIDIA driver: no GPU a job could use
-        return 0, None
-    try:
-        count = pynvml.nvmlDeviceGetCount()
-        name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(0)) if count else None
-        return count, (name.decode() if isinstance(name, bytes) else name)
-    finally:
-        pynvml.nvmlShutdown()
+from sweeper.sweep.machine import nvml_gpus
 
 
 def cpu_only(jobs: list[Job]) -> bool:

@@ -47,12 +47,31 @@ def init_ray(conf: dict) -> str:
     paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
     if str(_REPO_ROOT) not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), *paths]))
+    _quiet_start()
     # "local": a new Ray of this sweep's own. With no address, ray.init joins the cluster
     # that `ray start` last wrote down on this machine (/tmp/ray/ray_current_cluster), with
     # its exposure and its token, or retries for minutes one that has since stopped.
     ray.init(address="local", include_dashboard=False)
     watch_embedded_ray()  # a driver killed outright leaves no Ray processes behind
     return f"started an embedded local Ray on 127.0.0.1 (no dashboard, {token_auth_state()})"
+
+
+def _quiet_start() -> None:
+    """Two things Ray prints that a sweep's user should not read: with RAY_AUTH_MODE unset,
+    Ray 2.60 turns token authentication on and says "Set RAY_AUTH_MODE=disabled to opt
+    out", an invitation to weaken what this launcher keeps on; setting the mode to token
+    explicitly, as Ray's own default does, keeps it on without the hint. And in a log
+    written to a file (stdout not a terminal), the colour codes around each job line's
+    prefix (RAY_COLOR_PREFIX=0 drops them; the driver prints those lines)."""
+    if "RAY_AUTH_MODE" not in os.environ:
+        try:
+            from ray._private.authentication.authentication_token_setup import _enable_token_auth
+        except ImportError:  # another Ray version: its own default stands
+            pass
+        else:
+            _enable_token_auth()  # RAY_AUTH_MODE=token, and Ray's cached config told
+    if not sys.stdout.isatty():
+        os.environ.setdefault("RAY_COLOR_PREFIX", "0")
 
 
 def _join(address: str, runtime_env: dict | None) -> None:
@@ -147,8 +166,19 @@ def run_in_worker(spec: dict, scratch_job_dir: str, timeout_s: float | None,
     record = run_job_process(spec, job_dir, timeout_s, progress_printer(spec.get("job_id")))
     import ray
 
-    return {"record": record, "bundle": pack(job_dir), "scratch": str(job_dir), "host": socket.gethostname(),
+    bundle = pack(job_dir)
+    remove_scratch(job_dir)  # everything worth keeping is in the bundle; the compile is in the compile store
+    return {"record": record, "bundle": bundle, "scratch": str(job_dir), "host": socket.gethostname(),
             "node_id": ray.get_runtime_context().get_node_id()}
+
+
+def remove_scratch(job_dir: Path) -> None:
+    """A finished job's scratch folder, and the sweep's folder above it once empty."""
+    shutil.rmtree(job_dir, ignore_errors=True)
+    try:
+        job_dir.parent.rmdir()
+    except OSError:  # other jobs of the sweep still there
+        pass
 
 
 def pack(job_dir: Path) -> bytes:
@@ -189,47 +219,65 @@ def collect(ref, job: Job, duration: float, scratch_job_dir: Path) -> dict:
     return record
 
 
-def _entries_left(scratch_job_dirs: list[str]) -> dict[str, bytes]:
-    """Runs on a node: the autotune entries that jobs stopped there left in its scratch."""
+LOG_TAIL_BYTES = 4 << 20  # of a stopped job's log, brought back from its node
+
+
+def _left_in_scratch(scratch_job_dirs: list[str]) -> dict[str, dict]:
+    """Runs on a node: what jobs stopped there left in its scratch folder (their autotune
+    entries, the end of their log), read, then the folders removed."""
     out = {}
     for d in scratch_job_dirs:
-        f = Path(d) / ENTRIES_FILE
-        if f.is_file():
-            out[d] = f.read_bytes()
+        entries, log = Path(d) / ENTRIES_FILE, Path(d) / "job.log"
+        if not Path(d).is_dir():
+            continue
+        got = {"entries": entries.read_bytes() if entries.is_file() else None, "log": None}
+        if log.is_file():
+            with open(log, "rb") as f:
+                f.seek(max(0, log.stat().st_size - LOG_TAIL_BYTES))
+                got["log"] = f.read()
+        out[d] = got
+        remove_scratch(Path(d))
     return out
 
 
 def salvage(dirs: dict[Path, Path], timeout_s: float = 30.0) -> int:
-    """The autotune entries of jobs stopped without sending their folder back (cancelled,
-    their worker or node lost) into their sweep folders (job_dir -> scratch_job_dir), for
-    the store: read where each job ran, in the node's scratch folder, by a task on every
-    live node. Where a job left entries on two nodes (a retried job), the later write wins.
-    Returns how many jobs gave some."""
+    """What jobs stopped without sending their folder back (cancelled, their worker or node
+    lost) left in the scratch folder where they ran (job_dir -> scratch_job_dir): their
+    autotune entries, for the store, and their log, into their sweep folders; read by a
+    task on every live node, which then removes those scratch folders. Where a job left
+    entries on two nodes (a retried job), the later write wins. Returns how many jobs gave
+    autotune entries."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     scratch = [str(s) for s in dirs.values()]
-    task = ray.remote(_entries_left)
+    task = ray.remote(_left_in_scratch)
     refs = [task.options(num_cpus=0, max_retries=0,
                          scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(scratch)
             for n in ray.nodes() if n.get("Alive")]
-    found: dict[str, bytes] = {}
+    found: dict[str, dict] = {}
     for ref in refs:
         try:
             got = ray.get(ref, timeout=timeout_s)
-        except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError):  # that node is gone: its entries too
+        except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError):  # that node is gone: its files too
             continue
-        for d, data in got.items():
-            if d not in found or _written_at(data) > _written_at(found[d]):
-                found[d] = data
+        for d, left in got.items():
+            if d not in found or _written_at(left["entries"]) > _written_at(found[d]["entries"]):
+                found[d] = left
     for job_dir, scratch_dir in dirs.items():
-        if str(scratch_dir) in found:
+        left = found.get(str(scratch_dir))
+        if left:
             job_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(job_dir / ENTRIES_FILE, found[str(scratch_dir)])
-    return len(found)
+            if left["log"] is not None:
+                (job_dir / "job.log").write_bytes(left["log"])
+            if left["entries"] is not None:
+                atomic_write_bytes(job_dir / ENTRIES_FILE, left["entries"])
+    return sum(1 for left in found.values() if left["entries"] is not None)
 
 
-def _written_at(data: bytes) -> float:
+def _written_at(data: bytes | None) -> float:
+    if data is None:
+        return -1.0
     try:
         return float(json.loads(data).get("written_at") or 0)
     except (ValueError, AttributeError):
@@ -239,9 +287,10 @@ def _written_at(data: bytes) -> float:
 def record_without_worker(job: Job, reason: str, duration: float, scratch_job_dir: Path,
                           status: str = "failed") -> dict:
     """The record of a job whose worker never sent its folder back (it died, or the sweep
-    was cancelled). Its log stayed in the node's scratch folder: copied into the sweep
-    folder where this machine can read it (an embedded Ray), else the record names where
-    it is. Either way the path a user is shown exists, and Ray's own logs are named."""
+    was cancelled). Its log stayed in the node's scratch folder: salvage() brings it (and
+    its autotune entries) into the sweep folder, or it is copied here where this machine
+    can read it; where neither could be done (a lost node), the record names where it was.
+    Either way the path a user is shown exists, and Ray's own logs are named."""
     job.job_dir.mkdir(parents=True, exist_ok=True)
     scratch_log = scratch_job_dir / "job.log"
     if scratch_log.is_file():

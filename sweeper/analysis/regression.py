@@ -31,6 +31,11 @@ import numpy as np
 import pandas as pd
 
 DEFAULT_THRESHOLD_PCT = 5.0  # as the PyTorch benchmark dashboard flags a model's time
+# A noise band wider than this (±%) hides every change a compare is for: a job whose change
+# stays inside it is "cannot judge", not "within noise" or "unchanged" (on a busy 2-core CPU
+# an identical re-run's step time went from 517 to 1567 ms against a noise of ±1010%).
+CANNOT_JUDGE_NOISE_PCT = 50.0
+CANNOT_JUDGE = "cannot judge"
 HISTORY_MIN = 3  # earlier sweeps needed before their spread counts as noise
 KERNEL_MIN_SHARE_PCT = 1.0  # kernels below this share of the step (both sides) are not listed
 
@@ -77,14 +82,26 @@ def history_noise_pct(medians: list[float]) -> float | None:
 
 
 def change_verdict(change_pct: float, noise_pct: float | None, threshold_pct: float) -> str:
-    """One figure's change: slower, faster, within noise, or unchanged (under threshold)."""
+    """One figure's change: slower, faster, within noise, unchanged (under threshold), or
+    cannot judge (its noise is wider than CANNOT_JUDGE_NOISE_PCT and the change inside it)."""
     if change_pct is None or math.isnan(change_pct):
         return ""
+    if too_noisy(noise_pct) and abs(change_pct) <= noise_pct:
+        return CANNOT_JUDGE
     if abs(change_pct) < threshold_pct:
         return "unchanged"
     if noise_pct is not None and not math.isnan(noise_pct) and abs(change_pct) <= noise_pct:
         return "within noise"
     return "slower" if change_pct > 0 else "faster"
+
+
+def too_noisy(noise_pct: float | None) -> bool:
+    return noise_pct is not None and not math.isnan(noise_pct) and noise_pct > CANNOT_JUDGE_NOISE_PCT
+
+
+def cannot_judge_why(noise_pct: float, what: str = "step time") -> str:
+    return (f"its {what} varies by ±{noise_pct:.0f}% between and within the two runs (a host busy with other work): "
+            f"a change inside that cannot be told from noise; re-run both on an idle machine")
 
 
 FLAGGING = ("slower", "faster")
@@ -97,8 +114,12 @@ def verdict(r, threshold_pct: float) -> tuple[str, str]:
         return f"status {r['status_old']} -> {r['status_new']}", "status"
     wall = change_verdict(r["step_change_pct"], r["noise_pct"], threshold_pct)
     if r.get("cpu"):  # the host is the device
+        if wall == CANNOT_JUDGE:
+            return wall, cannot_judge_why(r["noise_pct"])
         return wall, ("step time" if wall in FLAGGING else "")
     device = change_verdict(r["device_change_pct"], r["device_noise_pct"], threshold_pct)
+    if device == CANNOT_JUDGE:
+        return device, cannot_judge_why(r["device_noise_pct"], "kernel time")
     launches_moved = (pd.notna(r["launches_old"]) and pd.notna(r["launches_new"])
                       and abs(r["launches_new"] - r["launches_old"]) >= 1)
     if device in FLAGGING:
@@ -109,6 +130,10 @@ def verdict(r, threshold_pct: float) -> tuple[str, str]:
         if pd.isna(r["device_change_pct"]):  # no profile to tell: the wall time decides
             return wall, "step time"
         return HOST, "step time moved; kernel time and launches did not"
+    if wall == CANNOT_JUDGE:  # the kernels' time still tells, where there is one
+        if device:
+            return device, "kernel time (the step time varies too much to judge)"
+        return wall, cannot_judge_why(r["noise_pct"])
     return wall, ""
 
 
@@ -179,12 +204,15 @@ def source_hash(kernel_path: str | None) -> str | None:
 
 
 def kernel_diff(old: pd.DataFrame, new: pd.DataFrame, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
-                min_share_pct: float = KERNEL_MIN_SHARE_PCT) -> pd.DataFrame:
+                min_share_pct: float = KERNEL_MIN_SHARE_PCT, noise_pct: float | None = None) -> pd.DataFrame:
     """Kernels of one job's step in two sweeps (rows of tables.kernels_table, scope step),
     matched by name and, where both sides know it, source: which got slower or faster by
-    at least the threshold, appeared, vanished or changed source. Kernels under
-    `min_share_pct` of the step's device time on both sides are left out; largest
+    at least the threshold and by more than the job's noise (`noise_pct`: what its own
+    verdict was held against, the same rule), appeared, vanished or changed source. Kernels
+    under `min_share_pct` of the step's device time on both sides are left out; largest
     absolute change first."""
+    if noise_pct is not None and not math.isnan(noise_pct):
+        threshold_pct = max(threshold_pct, noise_pct)
     cols = ["kernel", "category", "device_ms", "share_pct", "source"]
 
     def side(t: pd.DataFrame) -> pd.DataFrame:

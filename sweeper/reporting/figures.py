@@ -89,13 +89,95 @@ def categories_figure(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> 
     return Figure("categories", title, _save(fig, out_dir, "categories"), None, tuple(table.index))
 
 
+def job_order(jobs: pd.DataFrame) -> pd.DataFrame:
+    """Finished jobs in the order every per-job figure draws them: by model, then batch,
+    then variant, so that e.g. cudagraphs on against off sit together."""
+    return _ok(jobs).sort_values(["model", "batch_size", "label"])
+
+
+def _stacked(ax, table: pd.DataFrame, legend: bool) -> None:
+    left = pd.Series(0.0, index=table.index)
+    for cat in table.columns:
+        ax.barh(range(len(table)), table[cat], left=left, color=COLORS.get(cat), label=CATEGORIES[cat] if legend else None)
+        left += table[cat]
+
+
+def shares_figure(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> Figure:
+    """Each job's compiled step by kernel category: shares of its device time as 100%
+    stacked bars (left), so that a small-batch job reads as well as a large one, and the
+    same in milliseconds a step (right)."""
+    dev = device_word(jobs)
+    title = f"{dev} time of the compiled step by kernel category: shares (left), ms a step (right)"
+    ok = job_order(jobs)
+    step = cats[(cats["scope"] == "step") & cats["job"].isin(ok["job"])]
+    if step.empty:
+        return Figure("shares", title, None, "no finished job has a profiled step")
+    order = [j for j in ok["job"] if j in set(step["job"])]
+    labels = dict(zip(ok["job"], ok["label"]))
+    shares = step.pivot_table(index="job", columns="category", values="share_pct", aggfunc="sum").reindex(order).fillna(0)
+    ms = step.pivot_table(index="job", columns="category", values="device_ms", aggfunc="sum").reindex(order).fillna(0)
+    cols = [c for c in CATEGORIES if c in shares.columns]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(15, 2.2 + 0.42 * len(order)), sharey=True)
+    _stacked(a1, shares[cols], legend=True)
+    _stacked(a2, ms[cols], legend=False)
+    a1.set_yticks(range(len(order)), [labels[j] for j in order], fontsize=8)
+    a1.invert_yaxis()
+    a1.set_xlim(0, 100)
+    a1.set_xlabel(f"share of the step's {dev} time (%)")
+    a2.set_xlim(0, float(ms[cols].sum(axis=1).max()) * 1.08 or 1)
+    a2.set_xlabel(f"{dev} time a step (ms)")
+    fig.suptitle(title, fontsize=10)
+    handles, names = a1.get_legend_handles_labels()
+    a2.legend(handles, names, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=7)
+    return Figure("shares", title, _save(fig, out_dir, "shares"), None, tuple(labels[j] for j in order))
+
+
+def pairs_figure(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> Figure:
+    """Pairs of jobs side by side (sweeper/reporting/pairs.py): those differing in one key
+    and the mission's pair, each its two jobs' category shares and busy figures, labelled
+    with the key they differ in first."""
+    from sweeper.reporting.pairs import all_pairs
+
+    pairs = all_pairs(jobs)
+    title = "pairs of jobs side by side: category shares of the step, busy %"
+    step = cats[cats["scope"] == "step"]
+    pairs = [p for p in pairs if {p.a["job"], p.b["job"]} <= set(step["job"])]
+    if not pairs:
+        return Figure("pairs", title, None, "no two finished jobs differ in one key only (cudagraphs, autotune, amp, "
+                                            "batch_size), and the sweep lacks the densenet121 / mixnet_l pair")
+    fig, axes = plt.subplots(len(pairs), 1, figsize=(13, 1.2 + 1.3 * len(pairs)), squeeze=False)
+    seen: set = set()
+    for ax, p in zip(axes[:, 0], pairs):
+        rows = [p.a, p.b]
+        for i, row in enumerate(rows):
+            shares = step[step["job"] == row["job"]].set_index("category")["share_pct"]
+            start = 0.0
+            for cat in CATEGORIES:
+                v = float(shares.get(cat, 0.0))
+                if v:
+                    ax.barh(i, v, left=start, color=COLORS[cat], label=CATEGORIES[cat] if cat not in seen else None)
+                    seen.add(cat)
+                    start += v
+            busy = row.get("busy_pct")
+            ax.text(101, i, "busy –" if pd.isna(busy) else f"busy {float(busy):.0f}%", va="center", fontsize=8)
+        ax.set_yticks([0, 1], [p.name(r) for r in rows], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlim(0, 112)
+        ax.set_title(p.caption, fontsize=8, loc="left")
+    axes[-1, 0].set_xlabel("share of the step's device time (%)")
+    fig.suptitle(title, fontsize=10)
+    handles = {n: h for ax in axes[:, 0] for h, n in zip(*ax.get_legend_handles_labels())}
+    axes[0, 0].legend(list(handles.values()), list(handles), loc="upper left", bbox_to_anchor=(1.08, 1.0), fontsize=7)
+    return Figure("pairs", title + ": " + "; ".join(p.caption for p in pairs), _save(fig, out_dir, "pairs"), None,
+                  tuple(p.caption for p in pairs))
+
+
 def busy_figure(jobs: pd.DataFrame, out_dir: Path) -> Figure:
     title = f"{device_word(jobs)} busy during the compiled step"
     ok = _ok(jobs).dropna(subset=["busy_pct"])
     if ok.empty:
         return Figure("busy", title, None, "no finished job has a profiled step")
-    # Grouped by model, then variant, so that e.g. cudagraphs on against off sit together.
-    ok = ok.sort_values(["model", "batch_size", "label"])
+    ok = job_order(ok)  # the shares figure's order
     bars = [("busy_pct", "busy: kernel intervals / step time"),
             ("nvml_util_pct", "NVML utilization"),
             ("busy_pct_reference_style", "summed kernel time / step time (-p)")]
@@ -253,9 +335,9 @@ def compile_figure(jobs: pd.DataFrame, out_dir: Path) -> Figure:
 
 
 def all_figures(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame, out_dir: Path) -> list[Figure]:
-    figures = [categories_figure(jobs, cats, out_dir), busy_figure(jobs, out_dir),
-               autotune_figure(jobs, cats, bench, out_dir), roofline_figure(bench, out_dir),
-               compile_figure(jobs, out_dir)]
+    figures = [shares_figure(jobs, cats, out_dir), busy_figure(jobs, out_dir), pairs_figure(jobs, cats, out_dir),
+               categories_figure(jobs, cats, out_dir), autotune_figure(jobs, cats, bench, out_dir),
+               roofline_figure(bench, out_dir), compile_figure(jobs, out_dir)]
     if device_word(jobs) == "CPU":  # the roofline needs a GPU's microbenchmarks: not even a note
         figures = [f for f in figures if f.name != "roofline"]
     return figures

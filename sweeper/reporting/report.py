@@ -12,7 +12,7 @@ import pandas as pd
 
 from sweeper.reporting import tables
 from sweeper.reporting.figures import Figure, device_word
-from sweeper.sweep.summary import rerun_command
+from sweeper.command_line import rerun_command
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; max-width: 1300px; color: #222; }
@@ -24,6 +24,9 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .note { color: #805b00; } code { background: #f5f5f5; padding: 1px 4px; }
 figure { margin: 1em 0 2em; } img { max-width: 100%; border: 1px solid #ddd; }
 td.small { font-size: 11px; max-width: 320px; } code { word-break: break-all; }
+p.small { font-size: 12px; color: #555; } ul.findings li { margin: 0.35em 0; line-height: 1.4; overflow-wrap: anywhere; }
+img { height: auto; }
+@media (max-width: 700px) { body { margin: 0.6em; } table { font-size: 11px; display: block; overflow-x: auto; } }
 """
 
 
@@ -60,15 +63,22 @@ def _link(path: str | None, sweep_dir: Path, text: str) -> str:
 
 
 def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.DataFrame,
-           kernels: pd.DataFrame, figures: list[Figure], notes: list[str], comparison=None, builds=()) -> str:
-    """The page: header, notes, jobs, the builds compared within the sweep (python=a,b:
-    sweeps.compare_builds), the comparison with an earlier sweep of the same grid
-    (sweeper/reporting/sweeps.Comparison, when there is one), failed jobs, figures,
-    costliest kernels, re-runs."""
+           kernels: pd.DataFrame, figures: list[Figure], notes: list[str], comparison=None, builds=(),
+           findings=(), module_view: pd.DataFrame | None = None) -> str:
+    """The page. Its first screen answers: what changed since the earlier sweep of the same
+    grid (when there is one), then the findings (sweeper/reporting/findings.py), each
+    linked to its row or figure; then what to read with care (notes), the jobs, each job's
+    module view against its step, the environment, the builds compared within the sweep
+    (python=a,b), the comparison in full, failed jobs, figures, costliest kernels, re-runs."""
     entries = {j["num"]: j for j in summary.get("jobs", [])}
     out = _header(sweep_dir, summary, records, jobs)
-    out += [f"<p class='note'>Note: {_e(note)}</p>" for note in notes]
+    out += _changed_section(comparison) if comparison is not None else []
+    out += _findings_section(findings, jobs)
+    if notes:
+        out += ["<h2 id='notes'>Read with care</h2><ul>"] + [f"<li class='note'>{_e(n)}</li>" for n in notes] + ["</ul>"]
     out += _jobs_section(sweep_dir, records, jobs, entries)
+    out += _module_view_section(module_view) if module_view is not None and len(module_view) else []
+    out += _environment(records, jobs)
     out += _builds_section(builds, records, jobs) if builds else []
     out += _compared_section(comparison) if comparison is not None else []
     out += _failed_section(records, jobs, entries)
@@ -80,9 +90,7 @@ def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.Da
 
 
 def _header(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.DataFrame) -> list[str]:
-    ok = jobs[jobs["status"] == "ok"]
-    env = next((records[n].get("environment") or {} for n in ok["job"] if n in records), {})
-    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>sweeper report: {_e(sweep_dir.name)}</title>",
+    out = [f"<!doctype html><html><head><meta charset='utf-8'><meta name='viewport' content='width=device-width, initial-scale=1'><title>sweeper report: {_e(sweep_dir.name)}</title>",
            f"<style>{_STYLE}</style></head><body>",
            f"<h1>sweeper report: {_e(sweep_dir.name)}</h1>", f"<p>Folder: <code>{_e(sweep_dir)}</code></p>"]
     command = summary.get("command")
@@ -90,13 +98,77 @@ def _header(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.D
                f"<br>Started {_e(summary.get('started_at'))}"
                + (f", {_e(summary.get('elapsed_s'))} s" if summary.get("elapsed_s") is not None else "") + "; "
                f"{len(jobs)} jobs: " + ", ".join(f"{n} {s}" for s, n in jobs["status"].value_counts().items()) + "</p>")
-    if env:
-        keys = ("gpu", "gpu_count", "driver", "cuda", "torch", "triton", "timm", "python", "host", "cpu_count")
-        if not env.get("gpu"):  # a CPU sweep: the torch build's CUDA says nothing of what ran
-            keys = tuple(k for k in keys if k not in ("gpu", "gpu_count", "driver", "cuda"))
-        out.append("<h2>Environment</h2><table>" + "".join(
-            f"<tr><th>{k}</th><td>{_e(env.get(k))}</td></tr>" for k in keys if env.get(k) is not None) + "</table>")
     return out
+
+
+def _environment(records: dict[int, dict], jobs: pd.DataFrame) -> list[str]:
+    ok = jobs[jobs["status"] == "ok"]
+    env = next((records[n].get("environment") or {} for n in ok["job"] if n in records), {})
+    if not env:
+        return []
+    keys = ("gpu", "gpu_count", "driver", "cuda", "torch", "triton", "timm", "python", "host", "cpu_count")
+    if not env.get("gpu"):  # a CPU sweep: the torch build's CUDA says nothing of what ran
+        keys = tuple(k for k in keys if k not in ("gpu", "gpu_count", "driver", "cuda"))
+    return ["<h2 id='environment'>Environment</h2><table>" + "".join(
+        f"<tr><th>{k}</th><td>{_e(env.get(k))}</td></tr>" for k in keys if env.get(k) is not None) + "</table>"]
+
+
+def _changed_section(cmp) -> list[str]:
+    """The nightly's first screen: what changed against the earlier sweep of the same grid."""
+    t = cmp.jobs
+    both = t[t["status_old"].notna() & t["status_new"].notna()]
+    flagged = cmp.flagged
+    out = [f"<h2 id='changed'>What changed since {_e(cmp.old.path.name)}</h2>",
+           f"<p>{len(flagged)} of {len(both)} jobs flagged against <code>{_e(cmp.old.path)}</code>"
+           f" (<a href='#compared'>the comparison</a>)." + ("" if len(flagged) else " Nothing moved beyond its noise.")
+           + "</p>"]
+    unjudged = both[both["verdict"] == "cannot judge"]
+    if len(unjudged):
+        out.append(f"<p class='note'>{len(unjudged)} jobs could not be judged: their noise hides any change "
+                   f"({_e(', '.join(unjudged['label']))}).</p>")
+    if len(flagged):
+        out.append("<ul>")
+        for _, r in flagged.iterrows():
+            d = cmp.details.get(r["key"])
+            moved = ""
+            if d is not None and not d.kernels.empty:
+                k = d.kernels.iloc[0]
+                moved = (f"; most moved kernel: <code>{_e(_short(str(k['kernel']), 60))}</code> "
+                         f"{_num(k['change_pct'], '{:+.0f}')}% ({_e(k['change'])})")
+            out.append(f"<li>{_e(r['label'])}: {_e(r['verdict'])} ({_e(r['why'])}), step "
+                       f"{_num(r['step_change_pct'], '{:+.1f}')}%, kernels {_num(r['device_change_pct'], '{:+.1f}')}%"
+                       f"{moved}</li>")
+        out.append("</ul>")
+    return out
+
+
+def _findings_section(findings, jobs: pd.DataFrame) -> list[str]:
+    """The findings, each a sentence with its figures and a link to what shows it."""
+    out = ["<h2 id='findings'>Findings</h2>"]
+    if not findings:
+        return out + ["<p>No rule of docs/method.md (\"Findings\") found anything in this sweep's data.</p>"]
+    out.append("<ul class='findings'>")
+    for f in findings:
+        what = "the row" if f.link.startswith("#job-") else ("the kernels" if f.link.startswith("#kernels-") else
+                                                             "the table" if f.link == "#module-view" else "the figure")
+        out.append(f"<li data-rule='{_e(f.rule)}'>{_e(f.text)} <a href='{_e(f.link)}'>({what})</a></li>")
+    out.append("</ul><p class='small'>Each finding comes from a rule with fixed thresholds "
+               "(docs/method.md, \"Findings\"); one whose data is missing is left out.</p>")
+    return out
+
+
+def _module_view_section(table: pd.DataFrame) -> list[str]:
+    out = ["<h2 id='module-view'>Module view against the step</h2>",
+           "<p>Each job's compiled modules profiled alone (the view <code>python &lt;module&gt;.py -p</code> "
+           "gives) against its real step: the category where their shares differ most. Over 1.5 points, a "
+           "finding says so; read the step's shares for that job.</p>",
+           "<table id='module-view-table'><tr><th>job</th><th>category</th><th>modules %</th><th>step %</th>"
+           "<th>difference (points)</th></tr>"]
+    for _, r in table.iterrows():
+        out.append(f"<tr><td>{_e(r['label'])}</td><td>{_e(r['category'])}</td>"
+                   f"<td class='num'>{_num(r['module_view_pct'], '{:.1f}')}</td><td class='num'>{_num(r['step_pct'], '{:.1f}')}</td>"
+                   f"<td class='num'>{_num(r['difference_pp'], '{:+.2f}')}</td></tr>")
+    return out + ["</table>"]
 
 
 # The jobs table's figure columns: (header, column, format). A column no job has a value
@@ -119,7 +191,7 @@ def _jobs_section(sweep_dir: Path, records: dict[int, dict], jobs: pd.DataFrame,
         traces = (rec.get("artifacts") or {}).get("traces") or {}
         links = " ".join(_link(p, sweep_dir, name) for name, p in traces.items()) or "–"
         out.append(
-            f"<tr class='{_e(r['status'])}'><td>{r['job']}</td><td>{_e(r['label'])}</td><td>{_e(r['status'])}</td>"
+            f"<tr id='job-{r['job']}' class='{_e(r['status'])}'><td>{r['job']}</td><td>{_e(r['label'])}</td><td>{_e(r['status'])}</td>"
             + "".join(f"<td class='num'>{_num(r[c], f)}{_compile_state_mark(r) if c == 'compile_s' else ''}</td>"
                       for _, c, f in shown)
             + f"<td>{links}</td><td>{_link(_log_of(r, entries), sweep_dir, 'job.log')}</td></tr>")
@@ -267,7 +339,7 @@ def _kernels_section(records: dict[int, dict], kernels: pd.DataFrame) -> list[st
     for job, rows in step.groupby("job", sort=True):
         bench = benched.get(job) or {}
         top = rows.sort_values("device_ms", ascending=False).head(KERNELS_PER_JOB)
-        out.append(f"<h3>{_e(top['label'].iloc[0])}</h3><table class='kernel-table'><tr><th>kernel</th>"
+        out.append(f"<h3 id='kernels-{job}'>{_e(top['label'].iloc[0])}</h3><table class='kernel-table'><tr><th>kernel</th>"
                    "<th>category</th><th>ms per step</th><th>launches</th><th>share %</th>"
                    + ("<th>alone ms</th><th>% of peak bandwidth</th><th>autotune headroom</th>" if bench else "")
                    + "</tr>")
@@ -305,10 +377,15 @@ def _rerun_section(entries: dict) -> list[str]:
     return out
 
 
-# On load, the page counts the figures the browser really decoded: a headless browser's
-# DOM dump then shows them (tests/test_report.py), no server or driver needed.
+# On load, the page counts the figures the browser really decoded, its tables and findings,
+# and how wide it laid itself out against the window: a headless browser's DOM dump then
+# shows them (tests/test_report.py), no server or driver needed.
 _RENDERED_SCRIPT = ("<script>window.addEventListener('load', function () {"
                " var imgs = Array.prototype.slice.call(document.images);"
                " document.body.setAttribute('data-figures-rendered', imgs.filter(function (i) {"
                " return i.complete && i.naturalWidth > 0; }).length);"
-               " document.body.setAttribute('data-tables', document.querySelectorAll('table').length); });</script>")
+               " document.body.setAttribute('data-tables', document.querySelectorAll('table').length);"
+               " document.body.setAttribute('data-page-width', document.documentElement.scrollWidth);"
+               " document.body.setAttribute('data-viewport-width', window.innerWidth);"
+               " document.body.setAttribute('data-findings', document.querySelectorAll('ul.findings li').length); });"
+               "</script>")

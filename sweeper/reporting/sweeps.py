@@ -138,7 +138,8 @@ class Comparison:
         return rg.flagged(self.jobs)
 
 
-def job_detail(old: SweepTables, new: SweepTables, key: str, threshold_pct: float) -> JobDetail:
+def job_detail(old: SweepTables, new: SweepTables, key: str, threshold_pct: float,
+               noise_pct: float | None = None) -> JobDetail:
     def one(t: SweepTables) -> tuple[pd.Series, pd.DataFrame]:
         rows = t.jobs[(t.jobs["key"] == key) & (t.jobs["status"] == "ok")]
         if rows.empty:
@@ -156,7 +157,7 @@ def job_detail(old: SweepTables, new: SweepTables, key: str, threshold_pct: floa
     seeded = [tables.state_of(r) for r in (r_old, r_new)]
     if seeded[0] != seeded[1]:  # a seeded compile skips autotuning, a warm one compiling: not the build's time
         figures[f"compile_s ({seeded[0]} -> {seeded[1]}: not comparable)"] = figures.pop("compile_s")
-    return JobDetail(r_new["label"], rg.kernel_diff(k_old, k_new, threshold_pct),
+    return JobDetail(r_new["label"], rg.kernel_diff(k_old, k_new, threshold_pct, noise_pct=noise_pct),
                      shares(r_old), shares(r_new), figures)
 
 
@@ -184,8 +185,17 @@ def compare_sweeps(new: Path, old: Path, threshold_pct: float = rg.DEFAULT_THRES
     cmp = Comparison(t_old, t_new, threshold_pct, table, len(history))
     both = table[table["status_old"].notna() & table["status_new"].notna()]
     keys = {"all": list(both["key"]), "flagged": list(rg.flagged(both)["key"]), "none": []}[kernels]
-    cmp.details = {k: job_detail(t_old, t_new, k, threshold_pct) for k in keys}
+    noise = {r["key"]: kernel_noise(r) for _, r in both.iterrows()}
+    cmp.details = {k: job_detail(t_old, t_new, k, threshold_pct, noise[k]) for k in keys}
     return cmp
+
+
+def kernel_noise(row) -> float | None:
+    """The noise a job's kernels are held against: what its own verdict was (a CPU job's
+    step time, a GPU job's kernel time; None where none is known)."""
+    cpu = pd.isna(row.get("gpu_new")) and pd.isna(row.get("gpu_old"))
+    value = row["noise_pct"] if cpu else row["device_noise_pct"]
+    return None if value is None or pd.isna(value) else float(value)
 
 
 def earlier_comparison(sweep: Path) -> tuple[Comparison | None, list[str]]:

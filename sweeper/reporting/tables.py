@@ -17,8 +17,8 @@ from sweeper.analysis.breakdown import nvml_expected_pct
 from sweeper.analysis.categories import CATEGORIES
 from sweeper.analysis.regression import source_hash, step_noise_pct
 from sweeper.record import Record, compiled_warm
-from sweeper.sweep.inductor_options import flatten
-from sweeper.sweep.summary import headline
+from sweeper.command_line import flatten
+from sweeper.reporting.headline import headline
 
 JOB_COLUMNS: dict[str, str] = {
     "job": "Hydra job number in the sweep",

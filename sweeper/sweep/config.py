@@ -1,4 +1,4 @@
-"""Typed configuration of one job, registered with Hydra's ConfigStore.
+"""Typed configuration of one job, registered with Hydra's ConfigStore (sweeper/sweep/hydra_setup.py).
 
 The YAML in conf/ only chooses values; every key a user may set is declared here, so a
 typo in a key (``modle=...``) is rejected by Hydra before anything runs.
@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Dict, Optional
 
-from hydra.core.config_store import ConfigStore
 
 
 class Mode(str, Enum):
@@ -105,15 +104,5 @@ class JobConfig:
     confirm_above: int = 50  # a sweep of more jobs asks for confirmation (or yes=true) first
     yes: bool = False  # run a sweep larger than confirm_above without asking
     # For tests of failure handling only: crash (SIGSEGV), hang, or raise, in the job
-    # process right after setup.
+    # process right after setup; stall_mid_compile: hang once max-autotune has timed an op.
     debug_fault: Optional[str] = None
-
-
-def register() -> None:
-    ConfigStore.instance().store(name="job_schema", node=JobConfig)
-    from omegaconf import OmegaConf
-
-    from sweeper.sweep.help import help_text
-
-    # conf/config.yaml's hydra.help.template: `--help` lists these declarations
-    OmegaConf.register_new_resolver("sweeper_help", help_text, replace=True)

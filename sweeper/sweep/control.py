@@ -94,13 +94,20 @@ def earlier_record(job: Job) -> dict | None:
     return record if same == then else None
 
 
-def dry_run(jobs: list[Job], sweep_dir: Path) -> bool:
-    """With dry_run=true: list the jobs and say so (True); the sweep then runs none."""
+def dry_run(jobs: list[Job], sweep_dir: Path, gpus: int | None = None) -> bool:
+    """With dry_run=true: list the jobs, each with the device and batch size it will run
+    with on a machine of `gpus` GPUs (None: not known, a cluster) and whether it would be
+    skipped there, and say so (True); the sweep then runs none."""
+    from sweeper.sweep.machine import describe, resolved
+
     if not (jobs and jobs[0].spec["config"]["dry_run"]):
         return False
-    print(f"dry run: {len(jobs)} jobs into {sweep_dir}; none started")
+    skipped = sum(1 for j in jobs if resolved(j.spec["config"], gpus)["skipped"])
+    print(f"dry run: {len(jobs)} jobs into {sweep_dir}" + (f" ({skipped} would be skipped here)" if skipped else "")
+          + "; none started")
     for j in jobs:
         print(f"  #{j.num} {' '.join(o for o in j.overrides if not o.startswith('dry_run=')) or '(the defaults)'}")
+        print(f"       {describe(j.spec['config'], gpus)}")
     return True
 
 

@@ -14,16 +14,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-
-def flatten(options: dict | None, prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in (options or {}).items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(flatten(value, f"{name}."))
-        else:
-            out[name] = value
-    return out
+from sweeper.command_line import flatten  # noqa: F401 - also this module's
 
 
 def problems(options: dict[str, Any]) -> list[str]:

@@ -1,0 +1,82 @@
+"""Which jobs of a sweep to set side by side (pure: the jobs table in, pairs out): those
+that differ in one key only (CUDA graphs, max-autotune, AMP, batch size), and the
+mission's own pair, the smallest-batch densenet121 job against a mixnet_l job, where the
+sweep has both. The report's pairwise figure and its findings use the same pairs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+# the keys a pair may differ in, as the report names them; amp_dtype follows amp
+PAIR_KEYS = ("cudagraphs", "autotune", "amp", "batch_size")
+MISSION = ("densenet121", "mixnet_l")  # "small-batch densenet vs mixnet"
+
+
+@dataclass(frozen=True)
+class Pair:
+    key: str  # the key they differ in, or "model" for the mission's pair
+    a: pd.Series  # the job with the key off (or the smaller value; densenet121)
+    b: pd.Series
+
+    def name(self, row: pd.Series) -> str:
+        """The job's label with the differing key first: "cudagraphs=on · densenet121 b16 ..."."""
+        return f"{self.key}={_value(row, self.key)} · {row['label']}"
+
+    @property
+    def caption(self) -> str:
+        what = "the mission's pair" if self.key == "model" else f"{self.key} only"
+        return f"{self.a['label']} against {self.b['label']} ({what})"
+
+
+def _value(row: pd.Series, key: str) -> str:
+    v = row[key] if key in row else None
+    if isinstance(v, (bool,)) or (key in ("cudagraphs", "autotune", "amp") and v in (0, 1)):
+        return "on" if bool(v) else "off"
+    return str(v)
+
+
+def _parts(key: str) -> dict[str, str]:
+    return dict(p.split("=", 1) for p in key.split(",") if "=" in p)
+
+
+def one_key_pairs(jobs: pd.DataFrame) -> list[Pair]:
+    """Pairs of finished jobs whose configurations differ in one of PAIR_KEYS only."""
+    ok = jobs[jobs["status"] == "ok"].sort_values("job")
+    rows = [(r, _parts(r["key"])) for _, r in ok.iterrows()]
+    pairs = []
+    for i, (ra, pa) in enumerate(rows):
+        for rb, pb in rows[i + 1:]:
+            differ = {k for k in set(pa) | set(pb) if pa.get(k) != pb.get(k)}
+            if "amp" in differ:
+                differ.discard("amp_dtype")
+            if len(differ) == 1 and (key := differ.pop()) in PAIR_KEYS:
+                a, b = (ra, rb) if _order(ra, key) <= _order(rb, key) else (rb, ra)
+                pairs.append(Pair(key, a, b))
+    return pairs
+
+
+def _order(row: pd.Series, key: str):
+    v = row[key]
+    return float(v) if key == "batch_size" else bool(v)
+
+
+def mission_pair(jobs: pd.DataFrame) -> Pair | None:
+    """The smallest-batch finished densenet121 job against the finished mixnet_l job of the
+    same mode and variant (else any mixnet_l job), None when the sweep lacks either."""
+    ok = jobs[jobs["status"] == "ok"]
+    dense = ok[ok["model"] == MISSION[0]].sort_values(["batch_size", "job"])
+    mix = ok[ok["model"] == MISSION[1]]
+    if dense.empty or mix.empty:
+        return None
+    d = dense.iloc[0]
+    same = mix[(mix["mode"] == d["mode"]) & (mix["cudagraphs"] == d["cudagraphs"]) & (mix["autotune"] == d["autotune"])]
+    m = (same if len(same) else mix).sort_values("job").iloc[0]
+    return Pair("model", d, m)
+
+
+def all_pairs(jobs: pd.DataFrame) -> list[Pair]:
+    pairs = one_key_pairs(jobs)
+    mission = mission_pair(jobs)
+    return pairs + ([mission] if mission is not None else [])

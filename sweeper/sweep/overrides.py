@@ -1,0 +1,121 @@
+"""The command line's KEY=VALUE overrides checked against the declarations in
+sweeper/sweep/config.py before Hydra composes anything, so that every bad key or value
+gets sweeper's own message and exit code 2, with or without a `+` in front:
+
+- a key no job declares (`modle=x`): Hydra would stop with its raw "Could not override"
+  (exit 1) where `+modle=x` reached sweeper's check; both now name the closest keys;
+- a value outside a key's declared values: `autotune=yes` would have run max-autotune
+  (OmegaConf reads yes, y, 1 as true) although the help says on|off, and `autotune=maybe`
+  or `mode=train` stopped in Hydra's own text.
+
+On and off keys take on, off, true or false; choices (mode, device, amp_dtype) their
+names; integer keys integers; null where a key may be unset. Hydra's groups (`+sweep=...`,
+`hydra/launcher=...`), `hydra.*` keys and the free-form dicts (`inductor.*`, `pythons.*`)
+are left to Hydra and their own checks."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from enum import Enum
+from pathlib import Path
+from typing import get_type_hints
+
+from sweeper.sweep.config import JobConfig
+from sweeper.sweep.validate import SweepConfigError, _undeclared
+
+BOOL_WORDS = ("on", "off", "true", "false")
+HIDDEN_FROM_CHOICES = {"debug_fault"}
+
+
+def _declarations() -> dict[str, object]:
+    """Every settable key (measure.* included) -> its declared type."""
+    out = {}
+    hints = get_type_hints(JobConfig)
+    for f in dataclasses.fields(JobConfig):
+        if dataclasses.is_dataclass(hints[f.name]):
+            for g in dataclasses.fields(hints[f.name]):
+                out[f"{f.name}.{g.name}"] = get_type_hints(hints[f.name])[g.name]
+        else:
+            out[f.name] = hints[f.name]
+    return out
+
+
+def _plain(tp) -> tuple[object, bool]:
+    """(the type, whether null is allowed) of Optional[X] or X."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if typing.get_origin(tp) is typing.Union and len(args) == 1:
+        return args[0], True
+    return tp, False
+
+
+def value_problem(key: str, value, tp) -> str | None:
+    """What is wrong with one value of a declared key, None if nothing."""
+    tp, nullable = _plain(tp)
+    if value is None or (isinstance(value, str) and value.lower() == "null"):
+        return None if nullable else f"{key}=null: this key must have a value"
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    if tp is bool:
+        return None if text.lower() in BOOL_WORDS else f"{key}={text}: one of on, off"
+    if isinstance(tp, type) and issubclass(tp, Enum):
+        names = [m.value for m in tp]
+        return None if text in names else f"{key}={text}: one of {', '.join(names)}"
+    if tp is int:
+        return None if isinstance(value, int) and not isinstance(value, bool) else f"{key}={text}: an integer"
+    if tp is float:
+        return None if isinstance(value, (int, float)) and not isinstance(value, bool) else f"{key}={text}: a number"
+    return None
+
+
+def _values(override) -> list:
+    if override.is_sweep_override():
+        try:
+            return list(override.sweep_iterator())
+        except Exception:  # noqa: BLE001 - a range or glob of odd values: Hydra says what it says
+            return []
+    return [override.value()]
+
+
+def problems(args: list[str], groups: set[str]) -> list[str]:
+    """A problem for each bad key or value among the command line's overrides."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    declared = _declarations()
+    keys = sorted(k for k in declared if k not in HIDDEN_FROM_CHOICES)
+    parser, out = OverridesParser.create(), []
+    for arg in args:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        try:
+            (override,) = parser.parse_overrides([arg])
+        except HydraException:  # not an override Hydra can parse: its own error is the clearer one
+            continue
+        key = override.key_or_group
+        top = key.split(".")[0]
+        if override.is_delete() or top == "hydra" or "/" in key or top in groups or override.package:
+            continue
+        if top in ("inductor", "pythons") and key != top:  # free-form: checked by their own checks
+            continue
+        if key not in declared:
+            out.append(_undeclared(key, keys))
+            continue
+        for value in _values(override):
+            problem = value_problem(key, value, declared[key])
+            if problem:
+                out.append(problem)
+                break
+    return out
+
+
+def config_groups(conf_dir: Path) -> set[str]:
+    """Hydra's config groups of conf/ (sweep, case, ...): `+sweep=nightly` chooses a file."""
+    return {p.name for p in Path(conf_dir).iterdir() if p.is_dir()}
+
+
+def check(args: list[str], conf_dir: Path) -> None:
+    found = problems(args, config_groups(conf_dir))
+    if found:
+        raise SweepConfigError(f"{len(found)} problem(s) found before starting; no job was run:\n"
+                               + "\n".join(f"  {p}" for p in found)
+                               + "\n`python -m sweeper --help` lists every key with its values")
