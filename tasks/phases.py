@@ -70,6 +70,7 @@ class JobContext:
     compile_seed: dict | None = None  # an earlier run's compile of this job, from the driver (tasks/compile_store.py)
     earlier_attempt: dict | None = None  # what a killed or timed-out run of this job gave the store (the launcher's)
     checkpoint: object = None  # tasks.autotune_checkpoint.AutotuneCheckpoint while an autotune=on job compiles
+    autotune_gpus: int = 1  # GPUs the launcher gave the job: the spare ones are for its autotune benchmarking
 
     @property
     def measure(self) -> dict:
@@ -143,12 +144,26 @@ def _set_inductor_options(ctx: JobContext) -> None:
     config.benchmark_kernel = True  # get_args() and kernel harnesses in the module files
     config.triton.unique_kernel_names = True  # triton_poi_/red_/per_ names
     config.cpp.enable_kernel_profile = True  # C++ kernels in CPU traces
-    if ctx.cfg["inductor"]:  # the user's extra options (checked by the driver already)
+    spread_autotuning(ctx, config)
+    if ctx.cfg["inductor"]:  # the user's extra options (checked by the driver already), over ours
         from sweeper.sweep import inductor_options
 
         options = inductor_options.flatten(ctx.cfg["inductor"])
         inductor_options.apply(options)
         ctx.record["config"]["inductor_applied"] = inductor_options.current(options)
+
+
+def spread_autotuning(ctx: JobContext, config) -> None:
+    """A GPU job given spare GPUs (sweeper/sweep/spare_gpus.py) benchmarks its max-autotune
+    choices on all of them: Inductor's subprocess benchmarking, one process a visible GPU.
+    The record says how many GPUs the job tuned on."""
+    gpus = ctx.autotune_gpus if ctx.cfg["autotune"] and ctx.device == "cuda" else 1
+    if gpus > 1:
+        config.autotune_in_subproc = True
+        config.autotune_multi_device = True
+    # used, and given: a CPU job given several (a cluster's declared GPUs) tunes on its CPU
+    ctx.record["config"]["autotune_gpus"] = gpus if ctx.cfg["autotune"] else None
+    ctx.record["config"]["autotune_gpus_given"] = ctx.autotune_gpus
 
 
 def build(ctx: JobContext) -> None:

@@ -115,5 +115,24 @@ def test_cfg_job_shows_each_job_of_a_sweep():
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert "# job 0: model=resnet18 batch_size=8" in proc.stdout
         assert "# job 1: model=resnet50 batch_size=8" in proc.stdout and "hydra:" not in proc.stdout
-    single = _sweeper("-m", "model=resnet50", "--cfg", "job")  # one job: Hydra's own --cfg, -m or not
-    assert single.returncode == 0 and single.stdout.startswith("model: resnet50"), single.stderr[-2000:]
+    single = _sweeper("-m", "model=resnet50", "--cfg", "job")  # one job too, -m or not
+    assert single.returncode == 0 and single.stdout.startswith("# job 0: model=resnet50"), single.stderr[-2000:]
+    assert "\nmodel: resnet50\n" in single.stdout
+
+
+def test_cfg_job_and_the_dry_run_show_what_each_job_will_run_with():
+    """Not `batch_size: null` and `device: auto`, but what the job resolves them to here (a
+    CPU machine: cpu, the CPU batch), said in a comment; a job a CPU skips is marked; the
+    test-only debug_fault is not shown unless set."""
+    proc = _sweeper("model=densenet121", "cudagraphs=on,off", "--cfg", "job")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    first, second = proc.stdout.split("# job 1:")
+    assert "# device: auto -> cpu (no GPU here)" in first and "\ndevice: cpu\n" in first
+    assert "# batch_size: unset -> 2 (the CPU default)" in first and "\nbatch_size: 2\n" in first
+    assert "# SKIPPED here: cudagraphs=on needs a CUDA device" in first and "SKIPPED" not in second
+    assert "debug_fault" not in proc.stdout
+    listed = _sweeper("model=densenet121", "cudagraphs=on,off", "dry_run=true")
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert "(1 would be skipped here)" in listed.stdout
+    assert "device cpu (no GPU here), batch 2 (the CPU default); SKIPPED here: cudagraphs=on needs a CUDA device" \
+        in listed.stdout

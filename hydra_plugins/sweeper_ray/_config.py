@@ -32,6 +32,10 @@ class RayLauncherConf:
     # once on one node do not start two full pools. Which is faster is measured by
     # bench/gpu_scaling.py (not yet on a GPU).
     compile_threads: str = "all"
+    # When a sweep has more GPUs than jobs left, an autotune=on job takes a share of the GPUs
+    # no job will need, for Inductor's multi-GPU autotune benchmarking (sweeper/sweep/spare_gpus.py);
+    # only where one node holds the GPUs.
+    lend_spare_gpus: bool = True
     # Extra runtime_env for ray.init (e.g. env_vars) when joining a cluster.
     runtime_env: dict[str, Any] = field(default_factory=dict)
 

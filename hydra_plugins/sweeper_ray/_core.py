@@ -43,6 +43,7 @@ from sweeper.sweep import stores, pythons
 from sweeper.sweep.control import (Job, check_jobs, confirm, discard_unused_sweep_dir, dry_run, earlier_record, lock_sweep,
                                    make_jobs, reusable, save_hydra_files, sigterm_as_interrupt)
 from sweeper.sweep.order import JobQueue, shape_group
+from sweeper.sweep.spare_gpus import gpus_for
 from sweeper.sweep.progress import Progress
 from sweeper.sweep.validate import SweepConfigError, check_output_dir, stop_on_problem
 
@@ -123,6 +124,9 @@ class RaySweep:
         self.remote = None
         self.submitted_at: dict[int, float] = {}
         self.slots = 1
+        self.gpu_slots: int | None = None
+        self.gpus_of: dict[int, int] = {}  # job -> GPUs it holds, where spare ones are lent
+        self.lend = False
         self.scratch_root = Path(conf["scratch_dir"]) / scratch_key(sweep_dir)  # on each node
 
     def run(self) -> None:
@@ -177,26 +181,46 @@ class RaySweep:
             need_triton = bool(total.get("GPU")) and not cpu_only(to_run)
             for line in stop_on_problem(pythons.check, envs, need_triton, True):
                 log.info(line)
-        self.remote = ray.remote(max_calls=1)(run_in_worker).options(
-            max_retries=int(conf["max_retries_on_node_loss"]), **res)
+        self.options = {"max_retries": int(conf["max_retries_on_node_loss"]), **res}
+        self.remote_fn = ray.remote(max_calls=1)(run_in_worker)
+        self.remote = self.remote_fn.options(**self.options)
+        self.gpu_slots = int(total.get("GPU", 0) // res["num_gpus"]) if res["num_gpus"] else None
+        gpu_nodes = sum(1 for n in ray.nodes() if n.get("Alive") and n["Resources"].get("GPU", 0) > 0)
+        self.lend = bool(conf["lend_spare_gpus"]) and res["num_gpus"] == 1 and gpu_nodes == 1
         tuned = {shape_group(j.spec["config"]) for j in self.jobs  # kept from an earlier run: their timings are in the store
                  if j.num in self.records and stores.shares(j.spec["config"])}
         self.queue = JobQueue(to_run, config=lambda j: j.spec["config"], num=lambda j: j.num,
                               shares=stores.shares, tuned=tuned)
         self.fill()
 
+    def free_gpus(self) -> int | None:
+        """GPU slots no running job holds (None on a cluster without GPUs)."""
+        if self.gpu_slots is None:
+            return None
+        return self.gpu_slots - int(sum(self.gpus_of.get(j.num, 1) for j in self.pending.values()))
+
     def fill(self) -> None:
         """Submit queued jobs while slots are free (Ray would queue more, but they would
-        leave without the store entries of the jobs running now)."""
-        while self.queue and len(self.pending) < self.slots:
+        leave without the store entries of the jobs running now). An autotune=on job may
+        take the GPUs no queued job will need (spare_gpus.py)."""
+        while self.queue and len(self.pending) < self.slots and (self.free_gpus() is None or self.free_gpus() >= 1):
             job = self.queue.next(force=not self.pending)
             if job is None:  # the rest wait for their group's first autotune=on job
                 return
             save_hydra_files(job)
-            log.info(f"\t#{job.num} : {job.name}")
+            spec, remote = stores.with_seed(job.spec), self.remote
+            if self.lend:
+                gpus = int(gpus_for(bool(job.spec["config"]["autotune"]), self.free_gpus(), len(self.queue),
+                                    1 + sum(1 for j in self.queue if j.spec["config"]["autotune"])))
+                if gpus > 1:  # the job's own GPU and the spare ones, for its autotune benchmarking
+                    spec, remote = {**spec, "autotune_gpus": gpus}, self.remote_fn.options(**{**self.options,
+                                                                                              "num_gpus": gpus})
+                self.gpus_of[job.num] = gpus
+            log.info(f"\t#{job.num} : {job.name}" + (f" (with {gpus - 1} spare GPUs for its autotuning)"
+                                                     if self.gpus_of.get(job.num, 1) > 1 else ""))
             timeout = job.spec["config"]["timeout_s"] or None
-            ref = self.remote.remote(stores.with_seed(job.spec), str(self.scratch_root / job.job_dir.name),
-                                     timeout, str(self.conf["compile_threads"]))
+            ref = remote.remote(spec, str(self.scratch_root / job.job_dir.name), timeout,
+                                str(self.conf["compile_threads"]))
             self.pending[ref] = job
             self.submitted_at[job.num] = time.time()
 
@@ -207,6 +231,7 @@ class RaySweep:
             ready, _ = ray.wait(list(self.pending), num_returns=1, timeout=1.0)
             for ref in ready:
                 job = self.pending.pop(ref)
+                self.gpus_of.pop(job.num, None)
                 took = time.time() - self.submitted_at[job.num]
                 record = collect(ref, job, took, self.scratch_root / job.job_dir.name)
                 record = stores.bring_back(job.spec, job.job_dir, record)

@@ -169,7 +169,7 @@ def run_in_worker(spec: dict, scratch_job_dir: str, timeout_s: float | None,
     bundle = pack(job_dir)
     remove_scratch(job_dir)  # everything worth keeping is in the bundle; the compile is in the compile store
     return {"record": record, "bundle": bundle, "scratch": str(job_dir), "host": socket.gethostname(),
-            "node_id": ray.get_runtime_context().get_node_id()}
+            "node_id": ray.get_runtime_context().get_node_id(), "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
 
 
 def remove_scratch(job_dir: Path) -> None:
@@ -215,6 +215,7 @@ def collect(ref, job: Job, duration: float, scratch_job_dir: Path) -> dict:
     record = relocate(result["record"], result["scratch"], str(job.job_dir))
     record["job"]["host"] = result["host"]
     record["job"]["ray_node_id"] = result["node_id"]
+    record["job"]["gpu_ids"] = result.get("gpu_ids")  # the GPUs Ray gave the job (more than one: spare ones lent)
     write_record(job.job_dir, record)
     return record
 

@@ -4,6 +4,7 @@ that names failed jobs, their logs, and how to re-run them (pure, but for file w
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from pathlib import Path
 
