@@ -17,6 +17,18 @@ def _own_autotune_store(tmp_path_factory):
     os.environ["SWEEPER_COMPILE_STORE"] = str(tmp_path_factory.mktemp("compile_store"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_scratch_left_behind():
+    """The launcher removes each job's scratch folder when the job's folder is back; what a
+    test's killed worker left in the default scratch folder (/tmp/sweeper-scratch) during
+    the session is removed at its end, and nothing older."""
+    root = Path("/tmp/sweeper-scratch")
+    before = set(root.iterdir()) if root.is_dir() else set()
+    yield
+    for path in (set(root.iterdir()) if root.is_dir() else set()) - before:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 @pytest.fixture
 def ray_tmpdir():
     """A RAY_TMPDIR of the test's own, for a Ray whose files (`ray start`'s address file
