@@ -270,17 +270,27 @@ def describe(systems: dict[str, dict]) -> dict:
             "job_kernel_configs": sum(len(d.get("kernel_configs") or {}) for d in systems.values())}
 
 
-def left_in(job_dir: Path) -> dict | None:
-    """What a job's ENTRIES_FILE holds, for the record of a job that could not write its
-    own (timed out, killed, cancelled): the counts, whether they are partial, and the
-    seconds its phase had run when last written. None when it left none."""
+def _entries_of(job_dir: Path) -> dict | None:
+    """A job folder's ENTRIES_FILE, None when there is none; StoreError when unreadable."""
     path = Path(job_dir) / ENTRIES_FILE
     if not path.is_file():
         return None
     try:
-        doc = json.loads(path.read_text())
+        return json.loads(path.read_text())
     except (OSError, ValueError) as e:
-        return {"notes": [f"{path}: not readable ({e})"]}
+        raise StoreError(f"{path}: not readable ({e})") from e
+
+
+def left_in(job_dir: Path) -> dict | None:
+    """What a job's ENTRIES_FILE holds, for the record of a job that could not write its
+    own (timed out, killed, cancelled): the counts, whether they are partial, and the
+    seconds its phase had run when last written. None when it left none."""
+    try:
+        doc = _entries_of(job_dir)
+    except StoreError as e:
+        return {"notes": [str(e)]}
+    if doc is None:
+        return None
     out = {**describe(doc.get("systems") or {}), "partial": bool(doc.get("partial"))}
     progress = doc.get("progress") or {}
     if progress.get("phase_started_at"):
@@ -294,17 +304,13 @@ def absorb(store: Path, job_dir: Path) -> dict | None:
     """Driver: merge a job's entries (job_dir/ENTRIES_FILE, then removed: the store holds
     them) into the store; returns how many timed choices and kernel configs were new there
     and whether the job's were partial, None when the job left none."""
-    path = Path(job_dir) / ENTRIES_FILE
-    if not path.is_file():
+    entries = _entries_of(job_dir)
+    if entries is None:
         return None
-    try:
-        entries = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise StoreError(f"{path}: not readable ({e})") from e
     folder = torch_folder(store, str(entries.get("torch")))
     new = new_configs = 0
     for system, doc in (entries.get("systems") or {}).items():
         added, configs = merge_into_store(folder, system, doc)
         new, new_configs = new + added, new_configs + configs
-    path.unlink()
+    (Path(job_dir) / ENTRIES_FILE).unlink()
     return {"new_in_store": new, "new_kernel_configs_in_store": new_configs, "partial": bool(entries.get("partial"))}

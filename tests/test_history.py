@@ -274,6 +274,10 @@ def test_three_nights_on_a_two_node_cluster_are_compared_and_a_slower_copy_is_fl
             change, noise = abs(row["step_change_pct"]), row["noise_pct"]
             beyond = change >= 25 and (pd.isna(noise) or change > noise)
             assert (row["verdict"] in ("slower", "faster")) == beyond, row.to_dict()
+            # a noise too wide to judge by is said to be, with the job named and why
+            if pd.notna(noise) and noise > 50 and change <= noise:
+                assert row["verdict"] == "cannot judge", row.to_dict()
+                assert f"{row['label']} ±{noise:.0f}%" in proc.stdout and "could not be judged" in proc.stdout
         flagged = int(table["verdict"].isin(["slower", "faster"]).sum())
         assert f"{flagged} of 2 jobs flagged" in proc.stdout and proc.returncode == (1 if flagged else 0), proc.stdout
     page = (nights / "night2" / "report.html").read_text()

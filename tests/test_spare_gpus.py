@@ -1,7 +1,6 @@
 """Idle GPUs lent to the slow jobs (sweeper/sweep/spare_gpus.py): the rule, then the Ray
 launcher's decisions on a real local Ray cluster whose node declares GPUs."""
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,10 @@ from sweeper.record import read_record
 from sweeper.sweep.spare_gpus import gpus_for
 
 ROOT = Path(__file__).resolve().parent.parent
+TINY = ["model=test_resnet", "amp=off", "mode=inference", "image_size=32", "batch_size=8", "device=cpu",
+        "measure.timed_steps=2", "measure.warmup_steps=1", "measure.profile_steps=1", "measure.module_rounds=2",
+        "measure.module_calls_per_round=1", "measure.module_profile_calls=1", "measure.eager=false",
+        "measure.steady_loop_s=0"]
 
 
 def test_spare_gpus_go_to_autotune_jobs_and_never_keep_a_job_waiting():
@@ -42,10 +45,7 @@ def test_the_launcher_lends_spare_gpus_on_a_cluster_whose_node_declares_them(tmp
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 4})
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "sweeper", "model=test_resnet", "autotune=on,off", "amp=off", "mode=inference",
-             "image_size=32", "batch_size=8", "device=cpu", "measure.timed_steps=2", "measure.warmup_steps=1",
-             "measure.profile_steps=1", "measure.module_rounds=2", "measure.module_calls_per_round=1",
-             "measure.module_profile_calls=1", "measure.eager=false", "measure.steady_loop_s=0",
+            [sys.executable, "-m", "sweeper", "autotune=on,off", *TINY,
              f"hydra.launcher.address={cluster.address}", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
             cwd=ROOT, capture_output=True, text=True, timeout=900)
     finally:
@@ -70,11 +70,7 @@ def test_no_spare_gpus_are_lent_when_turned_off(tmp_path):
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 4})
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "sweeper", "model=test_resnet", "autotune=on", "amp=off", "mode=inference",
-             "image_size=32", "batch_size=8", "device=cpu", "measure.timed_steps=2", "measure.warmup_steps=1",
-             "measure.profile_steps=1", "measure.module_rounds=2", "measure.module_calls_per_round=1",
-             "measure.module_profile_calls=1", "measure.eager=false", "measure.steady_loop_s=0",
-             "hydra.launcher.lend_spare_gpus=false", f"hydra.launcher.address={cluster.address}",
+            [sys.executable, "-m", "sweeper", "autotune=on", *TINY, "hydra.launcher.lend_spare_gpus=false", f"hydra.launcher.address={cluster.address}",
              f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=ROOT, capture_output=True, text=True, timeout=900)
     finally:
         cluster.shutdown()
