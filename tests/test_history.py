@@ -288,7 +288,9 @@ def test_three_nights_on_a_two_node_cluster_are_compared_and_a_slower_copy_is_fl
     summary = json.loads((copy / "summary.json").read_text())
     summary["started_at"] = summary["started_at"][:-2] + "59"  # after night2
     (copy / "summary.json").write_text(json.dumps(summary))
-    slow_down(copy, 1.5)
+    # 3x: beyond the noise of two CPU runs of these tiny jobs, which reached ±56% together on
+    # a busy 2-core host (1.5x then read "cannot judge")
+    slow_down(copy, 3.0)
     proc = history("compare", copy, "--fail-on-regression", "--threshold", "25", check_rc=1)
     assert "2 of 2 jobs flagged (2 slower" in proc.stdout, proc.stdout
     assert proc.stdout.count("## ") == 2 and "| slower |" in proc.stdout  # each job's kernels listed
