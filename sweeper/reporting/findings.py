@@ -28,7 +28,7 @@ import pandas as pd
 
 from sweeper.analysis.categories import (CATEGORIES, LIBRARY, TRITON_PERSISTENT, TRITON_POINTWISE, TRITON_REDUCTION,
                                          TRITON_TEMPLATE)
-from sweeper.reporting.pairs import Pair, one_key_pairs
+from sweeper.reporting.pairs import one_key_pairs
 
 LAUNCH_BUSY_PCT = 50.0
 LAUNCH_MIN_KERNELS = 200
