@@ -37,9 +37,12 @@
 #   headline_sitting  one sitting of the mission's command (python -m sweeper
 #          model=mixnet_l,densenet121 autotune=on,off) into one sweep folder ($SWEEP, default
 #          $S/headline), so that a later sitting resumes it: first the store export $IMPORT
-#          if given (python -m sweeper.store import), then the dry run, then the sweep, stopped
-#          with SIGTERM (as Ctrl-C) after $DEADLINE_S seconds if given; then the store
-#          exported to $S/store.tgz for the next sitting; results: bench/results/headline/.
+#          if given (python -m sweeper.store import) and the sweep folder $RESUME (a
+#          sweep_folder.tgz an earlier sitting made) unpacked where $SWEEP is, then the dry
+#          run, then the sweep, stopped with SIGTERM (as Ctrl-C) after $DEADLINE_S seconds if
+#          given; then the store exported to $S/store.tgz and the sweep folder (no traces,
+#          modules or caches) packed to $S/sweep_folder.tgz, for the next sitting;
+#          results: bench/results/headline/.
 #   store_rerun  the same, for a smaller grid whose jobs share shapes (resnet18 batch 32
 #          inference, autotune on,off x CUDA graphs off,on): the store's round trip, the
 #          order, the second run seeded; results: bench/results/autotune_store/.
@@ -223,6 +226,10 @@ headline_sitting() {
     python3 -m sweeper.store import "$IMPORT" > "$S/store_import.log" 2>&1
     log "store import rc=$?"
   fi
+  if [ -n "${RESUME:-}" ]; then
+    mkdir -p "$(dirname "$sweep")" && tar xzf "$RESUME" -C "$(dirname "$sweep")"
+    log "sweep folder $RESUME unpacked rc=$?"
+  fi
   python3 -m sweeper.store show > "$S/store_before.txt" 2>&1
   "${cmd[@]}" dry_run=true > "$S/dry_run.log" 2>&1
   local t0=$(date +%s)
@@ -242,6 +249,7 @@ headline_sitting() {
   log "store export rc=$? $(cat "$S/store_export.log" | tail -1)"
   python3 -m sweeper.store show > "$S/store_after.txt" 2>&1
   find "$sweep" \( -name traces -o -name modules \) -prune -exec rm -rf {} +
+  tar czf "$S/sweep_folder.tgz" --exclude=cache -C "$(dirname "$sweep")" "$(basename "$sweep")"
   bundle
 }
 

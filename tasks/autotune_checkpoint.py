@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from tasks import autotune_store
+from tasks import inductor_internals as inductor
 
 
 def interval_s() -> float:
@@ -38,8 +39,10 @@ def _fingerprint(inductor_cache: Path) -> tuple:
 
 
 class AutotuneCheckpoint:
-    def __init__(self, job_dir: Path, inductor_cache: Path, torch_version: str, system: str | None) -> None:
+    def __init__(self, job_dir: Path, inductor_cache: Path, torch_version: str, system: str | None,
+                 started_with: dict | None = None) -> None:
         self.job_dir, self.cache, self.torch, self.system = Path(job_dir), Path(inductor_cache), torch_version, system
+        self.started_with = started_with or {}  # what came from the store, and the job's earlier stopped runs
         self.phase, self.phase_started_at = "compile", time.time()
         self.writes = 0
         self._seen: tuple = ()
@@ -60,12 +63,14 @@ class AutotuneCheckpoint:
         with self._lock:
             if self._stop.is_set():
                 return None
-            now = _fingerprint(self.cache)
+            hits = inductor.kernel_config_hits()  # a seeded job's progress shows as hits, not as new files
+            now = (_fingerprint(self.cache), hits)
             if not force and now == self._seen:
                 return None
             counts = autotune_store.write_job_entries(
                 self.job_dir, self.cache, self.torch, self.system, partial=True,
-                progress={"phase": self.phase, "phase_started_at": self.phase_started_at})
+                progress={"phase": self.phase, "phase_started_at": self.phase_started_at,
+                          "kernel_config_hits": hits, "started_with": self.started_with})
             self._seen, self.writes = now, self.writes + 1
             return counts
 

@@ -221,8 +221,9 @@ def seed_job(seed: dict, inductor_cache: Path, torch_version: str, system: str |
             mine = read_doc(target) if target.exists() else {"system": doc.get("system"), "cache": {}}
             merge_entries(mine["cache"], doc["cache"])
             _write_atomic(target, mine)
-            out["seeded_entries"] += count_entries(doc["cache"])
-            out["seeded_ops"] += count_ops(doc["cache"])
+            if system is None or name == system:  # Inductor reads only its own GPU's file: count only that
+                out["seeded_entries"] += count_entries(doc["cache"])
+                out["seeded_ops"] += count_ops(doc["cache"])
         if name == system and doc.get("kernel_configs"):  # a kernel's config fits only the GPU it was tuned on
             configs = {k: v for k, v in doc["kernel_configs"].items()
                        if coordinate_descent or not _by_coordinate_descent(v)}
@@ -283,16 +284,19 @@ def _entries_of(job_dir: Path) -> dict | None:
 
 def left_in(job_dir: Path) -> dict | None:
     """What a job's ENTRIES_FILE holds, for the record of a job that could not write its
-    own (timed out, killed, cancelled): the counts, whether they are partial, and the
-    seconds its phase had run when last written. None when it left none."""
+    own (timed out, killed, cancelled): the counts, whether they are partial, the seconds
+    its phase had run when last written, and what it started with. None when it left none."""
     try:
         doc = _entries_of(job_dir)
     except StoreError as e:
         return {"notes": [str(e)]}
     if doc is None:
         return None
-    out = {**describe(doc.get("systems") or {}), "partial": bool(doc.get("partial"))}
     progress = doc.get("progress") or {}
+    # what the job started with (seeded_*, earlier_attempts), as its own record would say
+    out = {**(progress.get("started_with") or {}), **describe(doc.get("systems") or {}), "partial": bool(doc.get("partial"))}
+    if progress.get("kernel_config_hits") is not None:
+        out["kernel_config_hits"] = progress["kernel_config_hits"]
     if progress.get("phase_started_at"):
         out["stopped_in"] = progress.get("phase")
         out["phase_s_at_last_write"] = round(doc.get("written_at", 0) - progress["phase_started_at"], 1)

@@ -113,7 +113,7 @@ def run(spec: dict, job_dir: Path) -> dict:
     gc_watch, host = GcWatch().install(), HostLoad()
     clock = PhaseClock(record, gc_watch, host)
     ctx = JobContext(cfg, job_dir, record, autotune_seed=spec.get("autotune_seed"),
-                     compile_seed=spec.get("compile_seed"), earlier_attempt=spec.get("earlier_attempt"),
+                     compile_seed=spec.get("compile_seed"), earlier_attempts=spec.get("earlier_attempts"),
                      autotune_gpus=int(spec.get("autotune_gpus") or 1))
     try:
         for phase in PHASES:

@@ -68,7 +68,7 @@ class JobContext:
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     autotune_seed: dict | None = None  # the driver's store entries for this job (tasks/autotune_store.py)
     compile_seed: dict | None = None  # an earlier run's compile of this job, from the driver (tasks/compile_store.py)
-    earlier_attempt: dict | None = None  # what a killed or timed-out run of this job gave the store (the launcher's)
+    earlier_attempts: list | None = None  # what stopped runs of this job gave the store, oldest first (the launcher's)
     checkpoint: object = None  # tasks.autotune_checkpoint.AutotuneCheckpoint while an autotune=on job compiles
     autotune_gpus: int = 1  # GPUs the launcher gave the job: the spare ones are for its autotune benchmarking
 
@@ -267,13 +267,20 @@ def seed_autotune_store(ctx: JobContext) -> None:
     system = inductor.system_hash()
     got = autotune_store.seed_job(seed, inductor_cache(), torch.__version__, system, coordesc)
     got["kernel_config_hits_before"] = inductor.kernel_config_hits()
-    if ctx.earlier_attempt:  # this job was stopped before: the record sets what it gave beside this run
-        got["earlier_attempt"] = ctx.earlier_attempt
+    attempts = ctx.earlier_attempts
+    if attempts:  # this job was stopped before: the record sets what those runs gave beside this one
+        got["earlier_attempts"] = attempts
     ctx.timings["autotune_store"] = got
     say(f"autotune store {got['store']}: {got['seeded_ops']} ops ({got['seeded_entries']} timed choices) and "
         f"{got['seeded_kernel_configs']} kernel configs from earlier jobs"
-        + (f"; this job's earlier run was stopped ({ctx.earlier_attempt.get('status')})" if ctx.earlier_attempt else ""))
-    ctx.checkpoint = AutotuneCheckpoint(ctx.job_dir, inductor_cache(), torch.__version__, system).start()
+        + (f"; this job ran {len(attempts)} time(s) before and was stopped ({attempts[-1].get('status')}, "
+           f"{sum(a.get('phase_s_at_stop') or 0 for a in attempts):.0f} s of compile)" if attempts else ""))
+    # what the job started with goes into each partial write too: a stopped job's record,
+    # made by the launcher from that file, then says it as the job's own would
+    started_with = {k: got[k] for k in ("seeded_ops", "seeded_entries", "seeded_kernel_configs",
+                                        "kernel_config_hits_before", "earlier_attempts") if k in got}
+    ctx.checkpoint = AutotuneCheckpoint(ctx.job_dir, inductor_cache(), torch.__version__, system,
+                                        started_with).start()
 
 
 def inductor_cache() -> Path:

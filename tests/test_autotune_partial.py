@@ -50,10 +50,12 @@ def _resumed_job_starts_from_the_stopped_ones_entries(store, sweep_dir, stopped)
     got = record["timings"]["autotune_store"]
     assert got["seeded_ops"] == stopped["job_ops"] and got["seeded_entries"] == stopped["job_entries"]
     # the record sets the stopped run beside this one: what it gave, how far its compile got
-    earlier = got["earlier_attempt"]
+    [earlier] = got["earlier_attempts"]
     assert earlier["status"] == read_record(sweep_dir.parent / "stopped")["status"]
     assert earlier["job_ops"] == stopped["job_ops"] and earlier["partial"] is True
     assert earlier["stopped_in"] == "compile" and earlier["phase_s_at_stop"] > 0
+    assert earlier["log"] == "job.attempt1.log"  # the stopped run's log, kept beside the new one
+    assert (sweep_dir / "0" / "job.attempt1.log").read_text() == (sweep_dir.parent / "stopped.log").read_text()
     assert record["timings"]["compile_s"] > 0 and got["partial"] is False
     log = (sweep_dir / "0" / "job.log").read_text()
     assert f"{stopped['job_ops']} ops ({stopped['job_entries']} timed choices)" in log  # said as it starts
@@ -73,9 +75,10 @@ def _keep_stopped(sweep_dir: Path) -> dict:
 
 
 @pytest.mark.slow
-def test_a_timed_out_job_gives_its_entries_and_the_rerun_goes_on_where_it_stopped(tmp_path):
-    """test_vit has four ops to autotune: stopped after the first, run again, it times the
-    other three only."""
+def test_a_job_timed_out_twice_goes_on_where_each_run_stopped(tmp_path):
+    """test_vit has four ops to autotune: stopped after the first, then, run again, after
+    the second (as across two sittings), then run to the end, it times the other two only.
+    Each run's log is kept, and the last record lists both stopped runs."""
     store, sweep_dir = tmp_path / "store", tmp_path / "sweep"
     proc = _sweep(store, sweep_dir, *VIT, "debug_fault=stall_mid_compile", "timeout_s=75")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -85,22 +88,38 @@ def test_a_timed_out_job_gives_its_entries_and_the_rerun_goes_on_where_it_stoppe
     assert got["partial"] is True and got["job_ops"] == 1 and got["job_entries"] >= 2
     assert got["new_in_store"] == got["job_entries"] and got["stopped_in"] == "compile"
     assert got["phase_s_at_stop"] >= got["phase_s_at_last_write"] > 0
+    assert got["seeded_ops"] == 0 and "earlier_attempts" not in got
     assert _store_ops(store) == 1  # in the store now, though the job never finished
     assert not (sweep_dir / "0" / st.ENTRIES_FILE).exists()  # absorbed
+    first_log = (sweep_dir / "0" / "job.log").read_text()
+
+    proc = _sweep(store, sweep_dir, *VIT, "debug_fault=stall_mid_compile", "timeout_s=75")  # the next sitting
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    second = read_record(sweep_dir / "0")["timings"]["autotune_store"]
+    # the launcher made this record from the partial file: it still says what the run started with
+    assert second["seeded_ops"] == 1 and second["job_ops"] == 2 and second["partial"] is True
+    assert second["new_in_store"] == second["job_entries"] - got["job_entries"] > 0
+    assert [a["job_ops"] for a in second["earlier_attempts"]] == [1]
+    assert (sweep_dir / "0" / "job.attempt1.log").read_text() == first_log  # not replaced by the second run's
+    assert _store_ops(store) == 2
 
     again = _sweep(store, sweep_dir, *VIT)  # the same command, without the fault, into the same folder
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     resumed = read_record(sweep_dir / "0")
     mine = resumed["timings"]["autotune_store"]
-    assert mine["seeded_ops"] == 1 and mine["earlier_attempt"]["job_ops"] == 1
-    assert mine["earlier_attempt"]["status"] == "failed" and mine["earlier_attempt"]["phase_s_at_stop"] > 0
+    attempts = mine["earlier_attempts"]
+    assert [a["status"] for a in attempts] == ["failed", "failed"]
+    assert [a["job_ops"] for a in attempts] == [1, 2] and [a.get("seeded_ops") for a in attempts] == [0, 1]
+    assert all(a["phase_s_at_stop"] > 0 for a in attempts)
+    assert [a["log"] for a in attempts] == ["job.attempt1.log", "job.attempt2.log"]
+    assert mine["seeded_ops"] == 2
     log = (sweep_dir / "0" / "job.log").read_text()
-    stopped_op = (sweep_dir.parent / "stopped.log").read_text().split("stalling mid-compile after autotuning ")[1]
-    assert log.count("SingleProcess AUTOTUNE benchmarking") == 3  # the three it had not reached
-    assert resumed["timings"]["compile_split_s"]["template_ops"] == 3
-    assert mine["job_ops"] == 4 and mine["new_in_store"] == mine["job_entries"] - got["job_entries"]
+    assert "this job ran 2 time(s) before and was stopped (failed" in log
+    assert "stalling mid-compile" in (sweep_dir / "0" / "job.attempt2.log").read_text()
+    assert log.count("SingleProcess AUTOTUNE benchmarking") == 2  # the two it had not reached
+    assert resumed["timings"]["compile_split_s"]["template_ops"] == 2
+    assert mine["job_ops"] == 4 and mine["new_in_store"] == mine["job_entries"] - second["job_entries"]
     assert _store_ops(store) == 4
-    assert stopped_op.split()[0] == "packed_linear"
 
 
 @pytest.mark.slow

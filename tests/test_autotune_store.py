@@ -175,3 +175,43 @@ def test_round_trip_through_the_driver_on_a_two_node_cluster(tmp_path):
     (kept,) = store.glob("torch-*/*.json")  # the driver's store, on the driver's machine
     assert st.count_entries(json.loads(kept.read_text())["cache"]) == a["job_entries"]
     assert not list((tmp_path / "sweep").glob(f"*/{st.ENTRIES_FILE}"))  # absorbed into the store
+
+
+def test_each_stopped_run_of_a_job_is_listed_and_its_log_kept(tmp_path):
+    """Three sittings of one job: the records' chain (sweeper/sweep/stores.earlier_attempts)
+    and the logs moved aside (control.keep_earlier_log), as the launcher does on resume."""
+    from sweeper.sweep.control import Job, keep_earlier_log
+    from sweeper.sweep.job_process import failed_record
+    from sweeper.sweep.stores import earlier_attempts
+
+    config = {"autotune": True, "autotune_store": str(tmp_path / "store")}
+    job = Job(0, ["model=mixnet_l"], None, tmp_path / "0", {})
+    job.job_dir.mkdir()
+
+    def stopped(phase_s, ops, seeded, before=None):
+        store = {"job_ops": ops, "job_entries": 10 * ops, "job_kernel_configs": 0, "partial": True,
+                 "phase_s_at_stop": phase_s, "seeded_ops": seeded, **({"earlier_attempts": before} if before else {})}
+        return {"status": "cancelled", "reason": "cancelled", "job": {"duration_s": phase_s + 20},
+                "timings": {"autotune_store": store}}
+
+    (job.job_dir / "job.log").write_text("sitting 1")
+    first = earlier_attempts(config, stopped(1274.0, 73, 0), log=keep_earlier_log(job))
+    (job.job_dir / "job.log").write_text("sitting 2")
+    second = earlier_attempts(config, stopped(600.0, 75, 73, first), log=keep_earlier_log(job))
+    assert [a["phase_s_at_stop"] for a in second] == [1274.0, 600.0]
+    assert [(a["seeded_ops"], a["job_ops"]) for a in second] == [(0, 73), (73, 75)]
+    assert [a["log"] for a in second] == ["job.attempt1.log", "job.attempt2.log"]
+    assert (job.job_dir / "job.attempt1.log").read_text() == "sitting 1"
+    assert (job.job_dir / "job.attempt2.log").read_text() == "sitting 2"
+    assert not (job.job_dir / "job.log").exists()  # the next run writes its own
+    # a stopped run that gave nothing adds no entry but keeps those before it; an ok one ends the chain
+    empty = stopped(5.0, 0, 75, second)
+    empty["timings"]["autotune_store"]["job_entries"] = 0
+    assert earlier_attempts(config, empty) == second
+    assert earlier_attempts(config, {**stopped(5.0, 75, 75, second), "status": "ok"}) is None
+    assert earlier_attempts({**config, "autotune": False}, stopped(5.0, 75, 0)) is None
+    # a run stopped before its first partial write: the launcher's record still lists the runs before it
+    job.job_dir.joinpath("job.log").write_text("sitting 3, stopped while tracing")
+    record = failed_record({"config": config, "overrides": job.overrides, "earlier_attempts": second}, job.job_dir,
+                           "cancelled (Ctrl-C or SIGTERM) before it finished", 12.0, status="cancelled")
+    assert earlier_attempts(config, record) == second

@@ -40,8 +40,8 @@ from hydra_plugins.sweeper_ray._ray import (collect, init_ray, job_resources, re
                                              salvage, scratch_key)
 from sweeper.sweep import summary as sm
 from sweeper.sweep import stores, pythons
-from sweeper.sweep.control import (Job, check_jobs, confirm, discard_unused_sweep_dir, dry_run, earlier_record, lock_sweep,
-                                   make_jobs, reusable, save_hydra_files, sigterm_as_interrupt)
+from sweeper.sweep.control import (Job, check_jobs, confirm, discard_unused_sweep_dir, dry_run, earlier_record,
+                                   keep_earlier_log, lock_sweep, make_jobs, reusable, save_hydra_files, sigterm_as_interrupt)
 from sweeper.sweep.order import JobQueue, shape_group
 from sweeper.sweep.spare_gpus import gpus_for
 from sweeper.sweep.progress import Progress
@@ -154,9 +154,11 @@ class RaySweep:
         for job in self.jobs:
             record = reusable(job) if self.conf["resume"] else None
             if record is None:
-                earlier = stores.earlier_attempt(job.spec["config"], earlier_record(job))
-                if earlier:  # a stopped run of this job gave the store its partial tuning: the record says so
-                    job.spec["earlier_attempt"] = earlier
+                earlier = earlier_record(job)
+                kept_log = keep_earlier_log(job) if earlier and earlier.get("status") != "ok" else None
+                attempts = stores.earlier_attempts(job.spec["config"], earlier, log=kept_log)
+                if attempts:  # stopped runs of this job gave the store their partial tuning: the record says so
+                    job.spec["earlier_attempts"] = attempts
                 to_run.append(job)
                 continue
             self.entries[job.num] = sm.job_entry(job.num, job.overrides, job.job_dir, record, reused=True)

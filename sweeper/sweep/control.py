@@ -94,6 +94,19 @@ def earlier_record(job: Job) -> dict | None:
     return record if same == then else None
 
 
+def keep_earlier_log(job: Job) -> str | None:
+    """Before a stopped job runs again into its folder: its log moved aside as
+    job.attempt<N>.log (N counting from 1), so that the new run's log does not replace it;
+    that name, or None when there was no log."""
+    log = job.job_dir / "job.log"
+    if not log.is_file():
+        return None
+    n = 1 + len(list(job.job_dir.glob("job.attempt*.log")))
+    kept = job.job_dir / f"job.attempt{n}.log"
+    log.rename(kept)
+    return kept.name
+
+
 def dry_run(jobs: list[Job], sweep_dir: Path, gpus: int | None = None) -> bool:
     """With dry_run=true: list the jobs, each with the device and batch size it will run
     with on a machine of `gpus` GPUs (None: not known, a cluster) and whether it would be

@@ -46,20 +46,25 @@ def with_seed(spec: dict) -> dict:
     return out
 
 
-def earlier_attempt(config: dict, record: dict | None) -> dict | None:
-    """What a stopped run of this job (timed out, killed, cancelled, failed) had tuned and
-    given the store, from its record, for the job that runs it again; None when there was
-    none, or it gave nothing."""
+def earlier_attempts(config: dict, record: dict | None, log: str | None = None) -> list[dict] | None:
+    """What the stopped runs of this job (timed out, killed, cancelled, failed) had tuned
+    and given the store, oldest first, from the last one's record (which carries those
+    before it), for the job that runs it again; None when there was none, or none gave
+    anything. A job can take several sittings: each stopped run started from the store
+    the ones before it filled (`seeded_ops`) and added its own (`new_in_store`). `log`:
+    where that run's log was kept (control.keep_earlier_log)."""
     if not record or record.get("status") == "ok" or not shares(config):
         return None
     store = (record.get("timings") or {}).get("autotune_store") or {}
+    before = list(store.get("earlier_attempts") or [])
     if not (store.get("job_entries") or store.get("job_kernel_configs")):
-        return None
+        return before or None
     keep = ("job_entries", "job_ops", "job_kernel_configs", "partial", "stopped_in", "phase_s_at_stop",
-            "new_in_store", "new_kernel_configs_in_store")
-    return {"status": record.get("status"), "reason": record.get("reason"),
-            "duration_s": (record.get("job") or {}).get("duration_s"),
-            **{k: store[k] for k in keep if k in store}}
+            "new_in_store", "new_kernel_configs_in_store", "seeded_ops", "seeded_kernel_configs",
+            "kernel_config_hits")
+    return before + [{"status": record.get("status"), "reason": record.get("reason"),
+                      "duration_s": (record.get("job") or {}).get("duration_s"),
+                      **{k: store[k] for k in keep if k in store}, **({"log": log} if log else {})}]
 
 
 def bring_back(spec: dict, job_dir: Path, record: dict) -> dict:
