@@ -4,6 +4,9 @@ headline runs it):
 
     python -m sweeper model=mixnet_l,densenet121 autotune=on,off     # twice
     python bench/headline.py outputs/DATE/FIRST outputs/DATE/SECOND > headline.md
+
+A first run finished across sittings (bench/gpu_run.sh headline_sitting) lists each
+resumed job's stopped runs beside its last one, and the cold work: every run added up.
 """
 
 from __future__ import annotations
@@ -65,6 +68,31 @@ def timers(recs: list[dict]) -> list[str]:
     return out
 
 
+def attempts(recs: list[dict]) -> tuple[list[str], float]:
+    """Jobs run again after stopped runs (a sweep finished across sittings): each stopped
+    run's seconds, how far its compile got and what it gave the store, beside this run's
+    compile; and the cold work, every run of every job added up."""
+    out, cold = [], 0.0
+    for r in recs:
+        store = (r.get("timings") or {}).get("autotune_store") or {}
+        earlier = store.get("earlier_attempts") or []
+        cold += (r["job"].get("duration_s") or 0) + sum(a.get("duration_s") or 0 for a in earlier)
+        if not earlier:
+            continue
+        runs = "; ".join(f"run {i}: {a.get('status')} after {a.get('duration_s')} s, compile stopped at "
+                         f"{a.get('phase_s_at_stop')} s, {a.get('seeded_ops', '–')} ops from the store, gave "
+                         f"{a.get('new_in_store')} timed choices and {a.get('new_kernel_configs_in_store')} kernel configs"
+                         for i, a in enumerate(earlier, 1))
+        compile_s = (r.get("timings") or {}).get("compile_s")
+        if compile_s is None:  # this run was stopped too: how far its compile got, if it said
+            compile_s = store.get("phase_s_at_stop", "–")
+        out.append(f"- {job_label(r['config'])}: {runs}; run {len(earlier) + 1} (this one): {r['status']}, "
+                   f"{store.get('seeded_ops', '–')} ops and {store.get('seeded_kernel_configs', '–')} kernel configs "
+                   f"from the store, compile {compile_s} s against {sum(a.get('phase_s_at_stop') or 0 for a in earlier):.0f} s of compile in the runs "
+                   f"before it")
+    return out, cold
+
+
 def dominant(recs: list[dict]) -> str:
     """The longest job and its largest phases."""
     longest = max(recs, key=lambda r: r["job"].get("duration_s") or 0)
@@ -77,10 +105,12 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("sweeps", nargs="+", type=Path, help="the first run, then later runs of the same command")
     args = ap.parse_args()
-    walls = []
+    walls, colds = [], []
     for sweep in args.sweeps:
         wall, recs = one_sweep(sweep)
         walls.append(wall)
+        resumed, cold = attempts(recs)
+        colds.append(cold)
         print(f"## {sweep.name}: {wall:.0f} s wall ({wall / 60:.1f} min), "
               f"{sum(r['status'] == 'ok' for r in recs)} of {len(recs)} jobs ok\n")
         print("\n".join(table(recs)))
@@ -88,11 +118,18 @@ def main() -> int:
         if timers(recs):
             print("\nInductor's costliest timers per job (seconds, calls; nested, so they overlap):\n")
             print("\n".join(timers(recs)))
+        if resumed:
+            print("\nJobs run again after stopped runs (across sittings):\n")
+            print("\n".join(resumed))
+            print(f"\nthe cold work, every run of every job added up: {cold:.0f} s ({cold / 60:.1f} min)")
         one_gpu = sum(r["job"].get("duration_s") or 0 for r in recs)
         print(f"\nthe jobs' own seconds added up (one GPU running them in turn, an estimate, not a run): "
               f"{one_gpu:.0f} s; this run's wall time against it: {wall / one_gpu:.2f}\n")
     for sweep, wall in zip(args.sweeps[1:], walls[1:]):
         print(f"{sweep.name} against {args.sweeps[0].name}: {wall:.0f} s / {walls[0]:.0f} s = {wall / walls[0]:.2f}")
+        if colds[0] > walls[0]:  # the first run was finished across sittings: its wall is only the last one's
+            print(f"{sweep.name} against the cold work of every run before: {wall:.0f} s / {colds[0]:.0f} s "
+                  f"= {wall / colds[0]:.2f}")
     return 0
 
 
