@@ -81,15 +81,17 @@ def attempts(recs: list[dict]) -> tuple[list[str], float]:
             continue
         runs = "; ".join(f"run {i}: {a.get('status')} after {a.get('duration_s')} s, compile stopped at "
                          f"{a.get('phase_s_at_stop')} s, {a.get('seeded_ops', '–')} ops from the store, gave "
-                         f"{a.get('new_in_store')} timed choices and {a.get('new_kernel_configs_in_store')} kernel configs"
+                         f"{a.get('new_in_store')} timed choices and "
+                         f"{a.get('new_kernel_configs_in_store')} kernel configs"
                          for i, a in enumerate(earlier, 1))
         compile_s = (r.get("timings") or {}).get("compile_s")
         if compile_s is None:  # this run was stopped too: how far its compile got, if it said
             compile_s = store.get("phase_s_at_stop", "–")
+        before_s = sum(a.get("phase_s_at_stop") or 0 for a in earlier)
         out.append(f"- {job_label(r['config'])}: {runs}; run {len(earlier) + 1} (this one): {r['status']}, "
-                   f"{store.get('seeded_ops', '–')} ops and {store.get('seeded_kernel_configs', '–')} kernel configs "
-                   f"from the store, compile {compile_s} s against {sum(a.get('phase_s_at_stop') or 0 for a in earlier):.0f} s of compile in the runs "
-                   f"before it")
+                   f"{store.get('seeded_ops', '–')} ops and {store.get('seeded_kernel_configs', '–')} kernel "
+                   f"configs from the store, compile {compile_s} s against {before_s:.0f} s of compile in the "
+                   f"runs before it")
     return out, cold
 
 

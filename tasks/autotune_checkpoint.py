@@ -42,7 +42,7 @@ class AutotuneCheckpoint:
     def __init__(self, job_dir: Path, inductor_cache: Path, torch_version: str, system: str | None,
                  started_with: dict | None = None) -> None:
         self.job_dir, self.cache, self.torch, self.system = Path(job_dir), Path(inductor_cache), torch_version, system
-        self.started_with = started_with or {}  # what came from the store, and the job's earlier stopped runs
+        self.started_with = started_with or {}  # what came from the store
         self.phase, self.phase_started_at = "compile", time.time()
         self.writes = 0
         self._seen: tuple = ()

@@ -293,8 +293,9 @@ def left_in(job_dir: Path) -> dict | None:
     if doc is None:
         return None
     progress = doc.get("progress") or {}
-    # what the job started with (seeded_*, earlier_attempts), as its own record would say
-    out = {**(progress.get("started_with") or {}), **describe(doc.get("systems") or {}), "partial": bool(doc.get("partial"))}
+    # what the job started with (seeded_*), as its own record would say
+    out = {**(progress.get("started_with") or {}), **describe(doc.get("systems") or {}),
+           "partial": bool(doc.get("partial"))}
     if progress.get("kernel_config_hits") is not None:
         out["kernel_config_hits"] = progress["kernel_config_hits"]
     if progress.get("phase_started_at"):

@@ -276,9 +276,10 @@ def seed_autotune_store(ctx: JobContext) -> None:
         + (f"; this job ran {len(attempts)} time(s) before and was stopped ({attempts[-1].get('status')}, "
            f"{sum(a.get('phase_s_at_stop') or 0 for a in attempts):.0f} s of compile)" if attempts else ""))
     # what the job started with goes into each partial write too: a stopped job's record,
-    # made by the launcher from that file, then says it as the job's own would
+    # made by the launcher from that file, then says it as the job's own would (the earlier
+    # runs it has from the launcher's spec)
     started_with = {k: got[k] for k in ("seeded_ops", "seeded_entries", "seeded_kernel_configs",
-                                        "kernel_config_hits_before", "earlier_attempts") if k in got}
+                                        "kernel_config_hits_before") if k in got}
     ctx.checkpoint = AutotuneCheckpoint(ctx.job_dir, inductor_cache(), torch.__version__, system,
                                         started_with).start()
 

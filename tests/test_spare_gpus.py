@@ -70,7 +70,8 @@ def test_no_spare_gpus_are_lent_when_turned_off(tmp_path):
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 4})
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "sweeper", "autotune=on", *TINY, "hydra.launcher.lend_spare_gpus=false", f"hydra.launcher.address={cluster.address}",
+            [sys.executable, "-m", "sweeper", "autotune=on", *TINY, "hydra.launcher.lend_spare_gpus=false",
+             f"hydra.launcher.address={cluster.address}",
              f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=ROOT, capture_output=True, text=True, timeout=900)
     finally:
         cluster.shutdown()

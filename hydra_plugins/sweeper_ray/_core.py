@@ -41,7 +41,8 @@ from hydra_plugins.sweeper_ray._ray import (collect, init_ray, job_resources, re
 from sweeper.sweep import summary as sm
 from sweeper.sweep import stores, pythons
 from sweeper.sweep.control import (Job, check_jobs, confirm, discard_unused_sweep_dir, dry_run, earlier_record,
-                                   keep_earlier_log, lock_sweep, make_jobs, reusable, save_hydra_files, sigterm_as_interrupt)
+                                   keep_earlier_log, lock_sweep, make_jobs, reusable, save_hydra_files,
+                                   sigterm_as_interrupt)
 from sweeper.sweep.order import JobQueue, shape_group
 from sweeper.sweep.spare_gpus import gpus_for
 from sweeper.sweep.progress import Progress

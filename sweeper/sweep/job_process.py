@@ -63,7 +63,7 @@ def failed_record(spec: dict, job_dir: Path, reason: str, duration_s: float, sta
         if left.get("stopped_in") and left.get("phase_started_at"):
             left["phase_s_at_stop"] = round(time.time() - left.pop("phase_started_at"), 1)
         record["timings"]["autotune_store"] = left
-    if spec.get("earlier_attempts"):  # stopped before its first write: the runs before it still count
+    if spec.get("earlier_attempts"):  # the runs of this job stopped before this one, as the launcher gave them
         record["timings"].setdefault("autotune_store", {}).setdefault("earlier_attempts", spec["earlier_attempts"])
     return record
 
