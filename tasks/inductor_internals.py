@@ -224,3 +224,122 @@ def raw_stream(device_index: int):
     from torch._C import _cuda_getCurrentRawStream
 
     return _cuda_getCurrentRawStream(device_index)
+
+
+# How many kernels took their coordinate-descent config from the local autotune cache
+# instead of being tuned again (reuse_tuned_configs), in this process.
+_reused_configs = [0]
+
+
+def reuse_tuned_configs() -> bool:
+    """Make a kernel whose coordinate-descent config is already in its local autotune cache
+    (a seeded one, from the store or a loaded compile) use it, not tune again; True once
+    installed, False where this torch lacks the places it hooks.
+
+    Inductor means to: the cache read marks the config `found_by_coordesc`
+    (autotune_cache.py: _load_cached_autotuning), and a marked config is not tuned. But the
+    mark is lost on the way back from a compile worker (triton.Config.__setstate__ keeps
+    only its own fields; pytorch/pytorch#172819 and #181292), and a reduction's extra RBLOCK
+    launchers (_dynamic_scale_rblock) send it through benchmarking again, which rewrites the
+    cache file unmarked. On torch 2.11 an H200 mixnet_l job seeded with 274 configs re-ran
+    coordinate descent on 215 of them (bench/coordesc_reuse.py shows it on a small graph).
+    So the two places where Inductor tunes a kernel at its first launch look in that cache
+    first; what they find there is what cold tuning of this very kernel source chose."""
+    try:
+        from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+    except ImportError:  # a torch built without Triton: nothing is tuned at launch
+        return False
+    if getattr(CachingAutotuner, "_sweeper_reuse", False):
+        return True
+    if not all(hasattr(CachingAutotuner, name) for name in ("autotune_to_one_config", "_coordinate_descent_tuning")):
+        return False
+    pick_one, descend = CachingAutotuner.autotune_to_one_config, CachingAutotuner._coordinate_descent_tuning
+
+    def autotune_to_one_config(self, *args, **kwargs):
+        launcher = cached_launcher(self, self.launchers)
+        if launcher is None:
+            return pick_one(self, *args, **kwargs)
+        self.launchers = [launcher]
+        self.autotune_time_taken_ns = getattr(self, "precompile_time_taken_ns", 0)
+
+    def _coordinate_descent_tuning(self, launcher, *args, **kwargs):
+        return cached_launcher(self, [launcher]) or descend(self, launcher, *args, **kwargs)
+
+    CachingAutotuner.autotune_to_one_config = autotune_to_one_config
+    CachingAutotuner._coordinate_descent_tuning = _coordinate_descent_tuning
+    CachingAutotuner._sweeper_reuse = True
+    return True
+
+
+def start_compile_workers(timeout_s: float = 300) -> bool:
+    """Start Inductor's pool of compile workers and wait until it takes work; False when
+    Inductor compiles in this process (compile_threads 1). Until the pool is ready, Inductor
+    compiles kernels in the calling process (async_compile.py: use_process_pool), so a
+    small graph compiled at once never meets the workers that a model's compile meets
+    (bench/coordesc_reuse.py)."""
+    from torch._inductor.async_compile import AsyncCompile
+
+    if not AsyncCompile.use_process_pool() and AsyncCompile._ready_future is None:
+        return False
+    AsyncCompile._ready_future.result(timeout=timeout_s)
+    return AsyncCompile.use_process_pool()
+
+
+def tuned_configs_reused() -> int:
+    """How many kernels reuse_tuned_configs() has given their cached config so far."""
+    return _reused_configs[0]
+
+
+def cached_coordesc_config(tuner):
+    """The coordinate-descent config in a kernel's local autotune cache file (the one its
+    cache read would give, marked `found_by_coordesc`), or None: no file, another config
+    list (configs_hash), a config picked only by benchmarking, or coordinate descent off.
+    The file is looked for in this process's Inductor cache too: a kernel that Inductor
+    loaded from a cached compile (TritonBundler's static autotuners) still points at the
+    cache of the run that compiled it."""
+    import json
+
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    cache = getattr(getattr(tuner, "save_cache_hook", None), "__self__", None)
+    local = getattr(cache, "local_cache", None)
+    if not local or not tuner.inductor_meta.get("coordinate_descent_tuning"):
+        return None
+    path = Path(local[1])
+    if not path.exists():  # a kernel from an earlier run's compile (the compile store) keeps that run's
+        path = Path(cache_dir()) / path.parent.name / path.name  # cache path; the file is here, at the same place
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not data.get("found_by_coordesc"):
+        return None
+    from torch._inductor.runtime.autotune_cache import _load_cached_autotuning
+
+    config = _load_cached_autotuning(data, cache.configs_hash, [], tuner.inductor_meta)
+    return config if getattr(config, "found_by_coordesc", False) else None
+
+
+def cached_launcher(tuner, launchers: list):
+    """A launcher for the kernel's cached coordinate-descent config, marked so that Inductor
+    does not tune it: one of `launchers` if it has that config, else compiled as coordinate
+    descent compiles a config it tries; None when nothing is cached."""
+    config = cached_coordesc_config(tuner)
+    if config is None:
+        return None
+    key = _config_key(config)
+    launcher = next((one for one in launchers if _config_key(one.config) == key), None)
+    if launcher is None:
+        if hasattr(tuner, "_ensure_kernel_loaded"):  # compiled in a worker: its fn was dropped (torch 2.14)
+            tuner._ensure_kernel_loaded()
+        elif tuner.fn.fn is None:  # the same, torch 2.11
+            tuner.fn = tuner._reload_kernel().fn
+        with tuner.lock:
+            launcher = tuner._precompile_config(config).make_launcher()
+    launcher.config.found_by_coordesc = True
+    _reused_configs[0] += 1
+    return launcher
+
+
+def _config_key(config) -> tuple:
+    return (tuple(sorted(config.kwargs.items())), config.num_warps, config.num_stages)

@@ -201,6 +201,9 @@ def compile_step(ctx: JobContext) -> None:
         if got["loaded"]:
             say(f"compile store {got['store']}: an earlier run's compile of this job ({got['bytes'] / 1e6:.1f} MB) loaded")
     inductor.reset_dynamo()
+    # a kernel whose coordinate-descent config is cached (seeded, or a loaded compile's) uses it
+    ctx.timings["tuned_configs_reused"] = 0 if inductor.reuse_tuned_configs() else None
+    reused_before = inductor.tuned_configs_reused()
     mode = ctx.record["config"]["compile_mode"]
     compiled = torch.compile(ctx.workload.forward_fn(), mode=None if mode == "default" else mode)
     step = ctx.workload.make_step(compiled)
@@ -220,6 +223,8 @@ def compile_step(ctx: JobContext) -> None:
     ctx.timings["compile_split_s"] = inductor.compile_split(ctx.timings["compile_s"])
     ctx.timings["compile_timers"] = inductor.compile_timers()
     ctx.timings["compile_cache"] = inductor.compile_cache_counters()
+    if ctx.timings["tuned_configs_reused"] is not None:
+        ctx.timings["tuned_configs_reused"] = inductor.tuned_configs_reused() - reused_before
 
 
 def warmup(ctx: JobContext) -> None:
@@ -356,13 +361,17 @@ def heartbeat_line(phase: str, seconds: float, store: dict | None = None) -> str
 
 
 def _from_store(store: dict | None) -> str:
-    """"from the store: 39 ops, 120 kernel configs (54 used so far)", or "" when nothing came."""
+    """"from the store: 39 ops, 120 kernel configs (54 used so far; 50 kernels launched with
+    them, not tuned again)", or "" when nothing came. "Used" is Inductor's count of cache
+    hits; a kernel can look its config up more than once."""
     if not store or not (store.get("seeded_ops") or store.get("seeded_kernel_configs")):
         return ""
     hits = inductor.kernel_config_hits()
     used = hits - (store.get("kernel_config_hits_before") or 0) if hits is not None else None
+    reused = inductor.tuned_configs_reused()
     return (f"from the store: {store['seeded_ops']} ops, {store.get('seeded_kernel_configs', 0)} kernel configs"
-            + (f" ({used} used so far)" if used is not None and store.get("seeded_kernel_configs") else ""))
+            + (f" ({used} used so far" + (f"; {reused} kernels launched with them, not tuned again" if reused else "")
+               + ")" if used is not None and store.get("seeded_kernel_configs") else ""))
 
 
 def _inject_fault(fault: str | None, ctx: JobContext) -> None:

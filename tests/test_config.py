@@ -77,6 +77,8 @@ def test_inductor_options_name_the_job():
            "inductor": {"autotune_in_subproc": True}}
     assert job_label(cfg).endswith("autotune autotune_in_subproc=True")
     assert job_key(cfg) != job_key(dict(cfg, inductor={}))
+    # a job cancelled before it started: its batch size is the model's default, unresolved
+    assert job_label(dict(cfg, batch_size=None)).startswith("resnet18 default batch infer")
 
 
 def _sweeper(*args):

@@ -77,6 +77,7 @@ def test_training_job_record(training_job):
     timers = list(t["compile_timers"].values())
     assert timers and all(n >= 1 and s >= 0 for n, s in timers) and timers == sorted(timers, key=lambda v: -v[1])
     assert t["compile_cache"]["fxgraph_misses"] == 2 and t["compile_cache"]["fxgraph_hits"] == 0
+    assert t["tuned_configs_reused"] == 0  # installed, and no Triton kernel on a CPU
     # the CPU kernel table: Inductor's C++ kernels from the profile, no standalone figure
     table = rec["kernel_table"]
     assert table["rows"] and "CPU" in table["method"]

@@ -85,3 +85,110 @@ def test_a_config_is_reused_only_where_a_cold_job_could_have_picked_it(tmp_path)
     assert inductor(tmp_path / "cache_c", "look", configs_hash="hashB")["best"] is None
     # another torch: nothing at all
     assert st.seed_job(seed, tmp_path / "cache_t", "2.15.0", system="sys")["seeded_kernel_configs"] == 0
+
+
+# In a job process: the seeded config as a compile worker reads it and sends it to the job's
+# main process (a pickle round trip), then the two places where Inductor tunes a kernel at
+# its first launch, called on a stand-in for the kernel's CachingAutotuner (it needs a GPU).
+REUSE = r"""
+import json, pickle, sys, threading
+from pathlib import Path
+from torch._inductor.codecache import PyCodeCache
+from torch._inductor.runtime.autotune_cache import AutotuneCache
+from torch._inductor.runtime.triton_compat import Config
+from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+from tasks import inductor_internals as inductor
+
+source = Path(sys.argv[1]).read_text()
+meta = {"autotune_local_cache": True, "autotune_remote_cache": False, "coordinate_descent_tuning": True}
+candidates = [Config({"XBLOCK": 512}, num_warps=4, num_stages=1), Config({"XBLOCK": 1024}, num_warps=4, num_stages=1)]
+
+class Tuned(Exception):
+    pass
+
+class Launcher:
+    def __init__(self, config):
+        self.config = config
+
+class Tuner:  # what of CachingAutotuner these paths use; `tuned` says Inductor went on to tune
+    heuristic_type = None  # a pointwise kernel
+    def __init__(self, path, configs):
+        cache = pickle.loads(pickle.dumps(AutotuneCache.create(meta, path, "hashA")))  # built in the worker
+        self.save_cache_hook, self.inductor_meta, self.lock = cache.save, meta, threading.Lock()
+        self.launchers, self.compiled = [Launcher(c) for c in configs], []
+    def _precompile_config(self, config):
+        self.compiled.append(config.kwargs)
+        return type("Result", (), {"make_launcher": lambda _: Launcher(config)})()
+    def _ensure_kernel_loaded(self):  # a worker's kernel needs its function back before compiling
+        self.compiled.append("loaded")
+    def benchmark_all_configs(self, *args, **kwargs):
+        raise Tuned("benchmark")
+    class coordesc_tuner:
+        def autotune(*args):
+            raise Tuned("coordinate descent")
+
+def tuned(call):
+    try:
+        call()
+    except Tuned as e:
+        return str(e)
+
+key, path = PyCodeCache.write(source)
+_, other = PyCodeCache.write(source + "\n# another kernel, nothing cached\n")
+text = Path(AutotuneCache.create(meta, path, "hashA").local_cache[1]).read_text()
+best = AutotuneCache.create(meta, path, "hashA").read_best(meta, candidates)
+back = pickle.loads(pickle.dumps(best))  # the worker's compile result, in the main process
+out = {"marked_in_worker": getattr(best, "found_by_coordesc", False),
+       "marked_after_pickle": getattr(back, "found_by_coordesc", False),
+       "installed": inductor.reuse_tuned_configs()}
+one = Tuner(path, [back])  # one launcher, the cached config (unmarked): coordinate descent would start
+got = CachingAutotuner._coordinate_descent_tuning(one, one.launchers[0])
+out["descent"] = {"same_launcher": got is one.launchers[0], "marked": got.config.found_by_coordesc,
+                  "compiled": one.compiled}
+many = Tuner(path, candidates)  # several launchers (max-autotune's, or RBLOCK's extra ones)
+out["pick"] = {"tuned": tuned(lambda: CachingAutotuner.autotune_to_one_config(many)), "compiled": many.compiled,
+               "launchers": [dict(l.config.kwargs, num_warps=l.config.num_warps) for l in many.launchers],
+               "marked": many.launchers[0].config.found_by_coordesc}
+cold = Tuner(other, candidates)
+out["uncached"] = {"pick": tuned(lambda: CachingAutotuner.autotune_to_one_config(cold)),
+                   "descent": tuned(lambda: CachingAutotuner._coordinate_descent_tuning(cold, cold.launchers[0]))}
+# a kernel loaded from an earlier run's compile: its cache object points at that run's cache
+moved = Tuner("/nonexistent/earlier_run/inductor/" + "/".join(Path(path).parts[-2:]), candidates)
+out["moved"] = {"tuned": tuned(lambda: CachingAutotuner.autotune_to_one_config(moved)),
+                "launchers": [dict(l.config.kwargs) for l in moved.launchers]}
+out["file_unchanged"] = Path(AutotuneCache.create(meta, path, "hashA").local_cache[1]).read_text() == text
+out["reused"] = inductor.tuned_configs_reused()
+print(json.dumps(out))
+"""
+
+
+def test_a_seeded_config_is_launched_as_it_is_not_tuned_again(tmp_path):
+    """On torch 2.11 and 2.14 a config's `found_by_coordesc` mark does not survive the
+    compile worker's pickle back to the job (triton.Config.__setstate__), so Inductor would
+    tune a seeded kernel again, from the seeded config; an H200 mixnet_l job did so for 215
+    of its 274 seeded kernels. tasks/inductor_internals.reuse_tuned_configs looks in the
+    kernel's cache first."""
+    first, second, store = tmp_path / "cache_a", tmp_path / "cache_b", tmp_path / "store"
+    inductor(first, "tune")
+    st.write_job_entries(tmp_path / "job_a", first, "2.14.1", system="sys")
+    st.absorb(store, tmp_path / "job_a")
+    assert st.seed_job(st.load(store, "2.14.1"), second, "2.14.1", system="sys")["seeded_kernel_configs"] == 1
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(second), PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", REUSE, str(KERNEL)], env=env, capture_output=True, text=True,
+                         timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["marked_in_worker"] and not got["marked_after_pickle"]  # what makes Inductor tune it again
+    assert got["installed"]
+    # one launcher with the cached config: kept, marked, nothing compiled or benchmarked
+    assert got["descent"] == {"same_launcher": True, "marked": True, "compiled": []}
+    # several launchers, none of them the cached config (coordinate descent found one outside
+    # the candidates): it is compiled once and is the one launcher, with no benchmark
+    assert got["pick"] == {"tuned": None, "compiled": ["loaded", {"XBLOCK": 256}],
+                           "launchers": [{"XBLOCK": 256, "num_warps": 2}], "marked": True}
+    # a kernel with nothing cached is tuned as Inductor tunes it
+    assert got["uncached"] == {"pick": "benchmark", "descent": "coordinate descent"}
+    # a kernel whose cache object points at an earlier run's cache (a loaded compile) finds
+    # the file in this job's cache, at the same place
+    assert got["moved"] == {"tuned": None, "launchers": [{"XBLOCK": 256}]}
+    assert got["file_unchanged"] and got["reused"] == 3

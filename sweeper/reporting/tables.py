@@ -139,8 +139,12 @@ def state_of(row) -> str:
 
 
 def job_label(cfg: dict) -> str:
-    """'mixnet_l b128 train fp16' plus the variant: the name figures use for a job."""
-    parts = [str(cfg.get("model")), f"b{cfg.get('batch_size')}", "train" if cfg.get("mode") == "training" else "infer"]
+    """'mixnet_l b128 train fp16' plus the variant: the name figures use for a job. A job
+    that never started has its batch size unresolved (the model's default, resolved where
+    it runs): 'default batch'."""
+    batch = cfg.get("batch_size")
+    parts = [str(cfg.get("model")), f"b{batch}" if batch is not None else "default batch",
+             "train" if cfg.get("mode") == "training" else "infer"]
     if cfg.get("amp"):
         parts.append({"float16": "fp16", "bfloat16": "bf16"}.get(str(cfg.get("amp_dtype")), "amp"))
     if cfg.get("cudagraphs"):
