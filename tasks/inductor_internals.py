@@ -242,7 +242,8 @@ def reuse_tuned_configs() -> bool:
     only its own fields; pytorch/pytorch#172819 and #181292), and a reduction's extra RBLOCK
     launchers (_dynamic_scale_rblock) send it through benchmarking again, which rewrites the
     cache file unmarked. On torch 2.11 an H200 mixnet_l job seeded with 274 configs re-ran
-    coordinate descent on 215 of them (bench/coordesc_reuse.py shows it on a small graph).
+    coordinate descent on 215 of them (bench/results/headline/sitting2_configs_retuned.md;
+    bench/coordesc_reuse.py checks the hook on one small graph; tests/test_kernel_configs.py).
     So the two places where Inductor tunes a kernel at its first launch look in that cache
     first; what they find there is what cold tuning of this very kernel source chose."""
     try:
