@@ -331,12 +331,15 @@ def cached_launcher(tuner, launchers: list):
     key = _config_key(config)
     launcher = next((one for one in launchers if _config_key(one.config) == key), None)
     if launcher is None:
-        if hasattr(tuner, "_ensure_kernel_loaded"):  # compiled in a worker: its fn was dropped (torch 2.14)
-            tuner._ensure_kernel_loaded()
-        elif tuner.fn.fn is None:  # the same, torch 2.11
-            tuner.fn = tuner._reload_kernel().fn
-        with tuner.lock:
-            launcher = tuner._precompile_config(config).make_launcher()
+        try:
+            if hasattr(tuner, "_ensure_kernel_loaded"):  # compiled in a worker: its fn was dropped (torch 2.14)
+                tuner._ensure_kernel_loaded()
+            elif tuner.fn.fn is None:  # the same, torch 2.11
+                tuner.fn = tuner._reload_kernel().fn
+            with tuner.lock:
+                launcher = tuner._precompile_config(config).make_launcher()
+        except Exception:  # noqa: BLE001 - a config that will not build here: Inductor tunes as it would
+            return None
     launcher.config.found_by_coordesc = True
     _reused_configs[0] += 1
     return launcher

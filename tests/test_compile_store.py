@@ -189,6 +189,18 @@ def test_compile_state_tells_cold_seeded_and_warm_apart():
     assert compile_state({"compile_cache": {"fxgraph_hits": 0, "fxgraph_misses": 2}}) == "cold"
 
 
+def test_a_resumed_job_counts_the_compile_of_its_stopped_runs():
+    """The jobs table's compile_s_before: what the runs a resumed job went on from had
+    compiled (as the H200 headline's mixnet_l job: 1273.8 s in its first sitting)."""
+    from sweeper.reporting.tables import compile_s_before
+
+    runs = [{"status": "cancelled", "stopped_in": "compile", "phase_s_at_stop": 1273.8},
+            {"status": "timeout", "stopped_in": "microbench", "phase_s_at_stop": 30.0},  # its compile had ended
+            {"status": "cancelled", "stopped_in": "compile", "phase_s_at_stop": 100.0}]
+    assert compile_s_before({"autotune_store": {"earlier_attempts": runs}}) == 1373.8
+    assert compile_s_before({"autotune_store": {"seeded_entries": 12}}) is None and compile_s_before({}) is None
+
+
 def test_the_default_store_is_a_folder_of_the_users_and_off_turns_it_off():
     assert cs.shared_by({"compile_store": "~/.cache/sweeper/compile"})
     for off in ("off", None, "none", False):

@@ -156,6 +156,10 @@ out["uncached"] = {"pick": tuned(lambda: CachingAutotuner.autotune_to_one_config
 moved = Tuner("/nonexistent/earlier_run/inductor/" + "/".join(Path(path).parts[-2:]), candidates)
 out["moved"] = {"tuned": tuned(lambda: CachingAutotuner.autotune_to_one_config(moved)),
                 "launchers": [dict(l.config.kwargs) for l in moved.launchers]}
+# the cached config does not build here (say, out of resources): Inductor tunes as it would
+broken = Tuner(path, candidates)
+broken._precompile_config = lambda config: (_ for _ in ()).throw(RuntimeError("out of resource"))
+out["broken"] = tuned(lambda: CachingAutotuner.autotune_to_one_config(broken))
 out["file_unchanged"] = Path(AutotuneCache.create(meta, path, "hashA").local_cache[1]).read_text() == text
 out["reused"] = inductor.tuned_configs_reused()
 print(json.dumps(out))
@@ -191,4 +195,5 @@ def test_a_seeded_config_is_launched_as_it_is_not_tuned_again(tmp_path):
     # a kernel whose cache object points at an earlier run's cache (a loaded compile) finds
     # the file in this job's cache, at the same place
     assert got["moved"] == {"tuned": None, "launchers": [{"XBLOCK": 256}]}
+    assert got["broken"] == "benchmark"
     assert got["file_unchanged"] and got["reused"] == 3

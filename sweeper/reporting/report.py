@@ -200,9 +200,15 @@ def _jobs_section(sweep_dir: Path, records: dict[int, dict], jobs: pd.DataFrame,
 
 
 def _compile_state_mark(row: pd.Series) -> str:
-    """After a compile time that is not a cold compile's: why (tables.compile_state)."""
+    """After a compile time that is not a cold compile's: why (tables.compile_state), and
+    the compile seconds of the job's earlier, stopped runs that this one went on from."""
     state = tables.state_of(row)
-    return "" if state == "cold" else f" <span class='note' title='{_e(tables.JOB_COLUMNS['compile_state'])}'>({state})</span>"
+    out = "" if state == "cold" else f" <span class='note' title='{_e(tables.JOB_COLUMNS['compile_state'])}'>({state})</span>"
+    before = row.get("compile_s_before")
+    if before is not None and pd.notna(before):
+        out += (f" <span class='note' title='{_e(tables.JOB_COLUMNS['compile_s_before'])}'>"
+                f"(+{before:.1f} s in earlier stopped runs)</span>")
+    return out
 
 
 def _builds_section(builds, records: dict[int, dict], jobs: pd.DataFrame) -> list[str]:

@@ -41,6 +41,7 @@ JOB_COLUMNS: dict[str, str] = {
     "compile_s": "first compiled step, compile included, seconds",
     "autotune_seeded": "max-autotune choices already timed in the autotune store when the job compiled (0: it autotuned from cold; none: no store or autotune off); compare compile times of seeded jobs with seeded ones",
     "compile_state": "cold (compiled from nothing), seeded (max-autotune timings from the autotune store) or warm (an earlier run's compile of the same job loaded from the compile store: compile_s is a load, not a compile); compare compile times within one state",
+    "compile_s_before": "seconds of compile in this job's earlier runs that were stopped while compiling (a cancelled or timed-out sweep run again into the same folder went on from them: timings.autotune_store.earlier_attempts); the job's whole compile is compile_s plus this; none: no such run",
     "compile_bytes": "size of the job's compile as the compile store keeps it (PyTorch's cache artifacts), bytes; none: store off",
     "eager_step_ms": "median eager step, ms",
     "compiled_step_ms": "median compiled step, ms",
@@ -127,6 +128,13 @@ def compile_state(timings: dict) -> str:
     if compiled_warm(timings):
         return "warm"
     return "seeded" if seeded((timings.get("autotune_store") or {}).get("seeded_entries")) else "cold"
+
+
+def compile_s_before(timings: dict) -> float | None:
+    """JOB_COLUMNS["compile_s_before"], from a record's timings."""
+    earlier = [a for a in (timings.get("autotune_store") or {}).get("earlier_attempts") or []
+               if a.get("stopped_in") == "compile"]
+    return round(sum(a.get("phase_s_at_stop") or 0 for a in earlier), 1) if earlier else None
 
 
 def state_of(row) -> str:
@@ -218,6 +226,7 @@ def jobs_table(records: list[Record]) -> pd.DataFrame:
             "steady_step_ms": ((rec.get("timings") or {}).get("steady_loop") or {}).get("step_ms"),
             "autotune_seeded": ((rec.get("timings") or {}).get("autotune_store") or {}).get("seeded_entries"),
             "compile_state": compile_state(rec.get("timings") or {}),
+            "compile_s_before": compile_s_before(rec.get("timings") or {}),
             "compile_bytes": ((rec.get("timings") or {}).get("compile_store") or {}).get("job_bytes"),
             "step_noise_pct": step_noise_pct(rec.get("timings") or {}),
             "gpu": env.get("gpu"),
