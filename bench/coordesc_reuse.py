@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from store_diff import config_only  # noqa: E402 - bench/ is on the path when run as a script
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -102,7 +104,7 @@ def main() -> None:
                 "reused": run("reused", work, seed, True, args.in_parent)}
     rows = []
     for name, got in runs.items():
-        changed = sum(1 for k, v in cold["configs"].items() if k in got["configs"] and _config(got["configs"][k]) != _config(v))
+        changed = sum(1 for k, v in cold["configs"].items() if k in got["configs"] and config_only(got["configs"][k]) != config_only(v))
         rewritten = sum(1 for k, v in cold["configs"].items() if k in got["configs"] and got["configs"][k] != v)
         got.update(kernels=len(got["configs"]), rewritten_files=rewritten if name != "cold" else None,
                    other_config=changed if name != "cold" else None,
@@ -123,12 +125,6 @@ def main() -> None:
                                               "command": "python bench/coordesc_reuse.py "
                                               + ("--in-parent " if args.in_parent else "") + "--out " + args.out,
                                               "runs": runs}, indent=1) + "\n")
-
-
-def _config(text: str) -> dict:
-    """A `.best_config` file's config alone (not its timing or hashes)."""
-    data = json.loads(text)
-    return {k: v for k, v in data.items() if k not in ("time_taken_ms", "triton_cache_hash")}
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sweeper.record import read_record  # noqa: E402
-from sweeper.reporting.tables import compile_state, job_label  # noqa: E402
+from sweeper.reporting.tables import compile_s_before, compile_state, job_label  # noqa: E402
 
 PHASES = ("setup", "build", "eager", "compile", "warmup", "timing", "steady_loop", "time_modules", "profile_step",
           "profile_modules", "microbench")
@@ -87,7 +87,7 @@ def attempts(recs: list[dict]) -> tuple[list[str], float]:
         compile_s = (r.get("timings") or {}).get("compile_s")
         if compile_s is None:  # this run was stopped too: how far its compile got, if it said
             compile_s = store.get("phase_s_at_stop", "–")
-        before_s = sum(a.get("phase_s_at_stop") or 0 for a in earlier)
+        before_s = compile_s_before(r.get("timings") or {}) or 0
         out.append(f"- {job_label(r['config'])}: {runs}; run {len(earlier) + 1} (this one): {r['status']}, "
                    f"{store.get('seeded_ops', '–')} ops and {store.get('seeded_kernel_configs', '–')} kernel "
                    f"configs from the store, compile {compile_s} s against {before_s:.0f} s of compile in the "

@@ -27,6 +27,7 @@ def kernel_configs(path: str) -> dict[str, str]:
 
 
 def config_only(text: str) -> dict:
+    """A `.best_config` file's config alone, not its tuning time or hashes."""
     return {k: v for k, v in json.loads(text).items() if k not in ("time_taken_ms", "triton_cache_hash")}
 
 

@@ -328,8 +328,8 @@ def cached_launcher(tuner, launchers: list):
     config = cached_coordesc_config(tuner)
     if config is None:
         return None
-    key = _config_key(config)
-    launcher = next((one for one in launchers if _config_key(one.config) == key), None)
+    key = config_key(config)
+    launcher = next((one for one in launchers if config_key(one.config) == key), None)
     if launcher is None:
         try:
             if hasattr(tuner, "_ensure_kernel_loaded"):  # compiled in a worker: its fn was dropped (torch 2.14)
@@ -345,5 +345,8 @@ def cached_launcher(tuner, launchers: list):
     return launcher
 
 
-def _config_key(config) -> tuple:
-    return (tuple(sorted(config.kwargs.items())), config.num_warps, config.num_stages)
+def config_key(config) -> tuple:
+    """What makes two Triton configs the same launch: block sizes, warps, stages
+    (tasks/kernel_bench.py matches the chosen one among the candidates by it too)."""
+    return (tuple(sorted(getattr(config, "kwargs", {}).items())), getattr(config, "num_warps", None),
+            getattr(config, "num_stages", None))

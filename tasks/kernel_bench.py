@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from sweeper.analysis import kernels as mb
-from tasks.inductor_internals import benchmark_gpu, raw_stream
+from tasks.inductor_internals import benchmark_gpu, config_key, raw_stream
 
 
 def peak_bandwidth_gbps(nbytes: int = 1 << 30, reps: int = 20) -> float:
@@ -56,11 +56,6 @@ def _load_fresh(path: str):
     return mod
 
 
-def _config_key(config) -> str:
-    return repr((sorted(getattr(config, "kwargs", {}).items()), getattr(config, "num_warps", None),
-                 getattr(config, "num_stages", None)))
-
-
 def _fresh_args(row: dict):
     """The kernel file loaded afresh (see _load_fresh) and one set of its get_args() inputs."""
     fresh = _load_fresh(row["kernel_path"])
@@ -85,9 +80,9 @@ def time_alone(row: dict, job_kernel, peak_gbps: float | None) -> dict:
     )
     # The candidates as Inductor generated them (the fresh load ignores the job's
     # .best_config, which cuts a cache-hit kernel's list down to the winner).
-    candidates = [_config_key(c) for c in getattr(getattr(fresh, row["name"], None), "configs", None) or []]
+    candidates = [config_key(c) for c in getattr(getattr(fresh, row["name"], None), "configs", None) or []]
     row.update(candidate_configs=len(candidates) or None,
-               chosen_is_candidate=_config_key(launcher.config) in candidates if candidates else None)
+               chosen_is_candidate=config_key(launcher.config) in candidates if candidates else None)
     del args, fresh
     return row
 
@@ -115,12 +110,12 @@ def headroom(row: dict, job_kernel) -> dict:
     def alone(launcher) -> float:
         return benchmark_gpu(lambda: launcher(*args, stream=stream))
 
-    timings = {_config_key(launcher.config): alone(launcher) for launcher in fresh_kernel.launchers
+    timings = {config_key(launcher.config): alone(launcher) for launcher in fresh_kernel.launchers
                if (getattr(launcher, "n_spills", 0) or 0) <= spill_limit}
     chosen_launcher = job_kernel.launchers[0]
     chosen = alone(chosen_launcher)
     del args, fresh
-    outside = _config_key(chosen_launcher.config) not in timings
+    outside = config_key(chosen_launcher.config) not in timings
     best = min(timings.values()) if timings else None
     row.update(configs_tried=len(timings), chosen_config_ms=chosen, best_config_ms=best,
                headroom_pct=mb.headroom_pct(chosen, best))
