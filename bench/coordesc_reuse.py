@@ -67,7 +67,7 @@ def child(seed_file: str, reuse: bool, in_parent: bool, out_file: str) -> None:
     Path(out_file).write_text(json.dumps({
         "seeded_files": seeded, "reuse_installed": installed, "compile_s": round(compile_s, 2),
         "coordesc_s": round(coordesc_s, 2), "coordesc_benchmarks": counters["inductor"]["coordesc_tuning_bench"],
-        "cache_hits": inductor.kernel_config_hits(), "reused": inductor.tuned_configs_reused(),
+        "cache_hits": inductor.kernel_config_hits(), "reused": inductor.tuned_configs_reused() or 0,
         "compile_threads": inductor.inductor_config().compile_threads, "in_workers": workers, "sums": sums,
         "configs": inductor.tuned_configs(cache)}))
 

@@ -1,13 +1,15 @@
-"""The example report under docs/example-report: the example grid as it ran on two H200s
-(bench/results/busy/):
+"""The example reports under docs/, re-aggregated from records committed as fixtures, as
+`python -m sweeper.aggregate <sweep>` does over a sweep folder, so that each example
+follows the report's current version:
 
-    python -m sweeper +sweep=example        # on a GPU machine: 6 jobs, 6.0 min on two H200s
+  headline  docs/example-report: the mission's command on one H200, cold, finished across
+            three sittings (bench/results/headline/; tests/fixtures/h200/headline)
+                python -m sweeper model=mixnet_l,densenet121 autotune=on,off
+  grid      docs/example-grid-report: the example grid on two H200s (bench/results/busy/;
+            tests/fixtures/h200/example)
+                python -m sweeper +sweep=example
 
-Its records and summary are committed (tests/fixtures/h200/example); this script
-re-aggregates them, as `python -m sweeper.aggregate <sweep>` does over a sweep folder,
-so that the example follows the report's current version.
-
-    python bench/example_report.py [--out docs/example-report]
+    python bench/example_report.py [headline|grid] [--out DIR]
 """
 
 from __future__ import annotations
@@ -24,34 +26,43 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from sweeper.aggregate import aggregate  # noqa: E402
 
-FIXTURES = ROOT / "tests" / "fixtures" / "h200" / "example"
+FIXTURES = ROOT / "tests" / "fixtures" / "h200"
+EXAMPLES = {  # name: (its records, where its report goes)
+    "headline": (FIXTURES / "headline", ROOT / "docs" / "example-report"),
+    "grid": (FIXTURES / "example", ROOT / "docs" / "example-grid-report"),
+}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "example-report")
+    ap.add_argument("example", nargs="?", choices=sorted(EXAMPLES), default="headline")
+    ap.add_argument("--out", type=Path, help="default: the example's folder under docs/")
     args = ap.parse_args()
+    records, default_out = EXAMPLES[args.example]
+    out = args.out or default_out
     with tempfile.TemporaryDirectory() as tmp:
-        report = build(Path(tmp) / "example")
+        report = build(records, Path(tmp) / args.example)
         # Only what a reader opens: the page (self-contained), its figures and tables.
         # Those are replaced; anything else in the folder (its README) is kept.
-        args.out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
         for old in ("figures", "tables"):
-            shutil.rmtree(args.out / old, ignore_errors=True)
-        shutil.copy(report, args.out / "report.html")
-        shutil.copytree(report.parent / "figures", args.out / "figures")
-        (args.out / "tables").mkdir()
+            shutil.rmtree(out / old, ignore_errors=True)
+        shutil.copy(report, out / "report.html")
+        shutil.copytree(report.parent / "figures", out / "figures")
+        (out / "tables").mkdir()
         for f in ("jobs.csv", "categories.csv", "microbench.csv"):
-            shutil.copy(report.parent / "tables" / f, args.out / "tables" / f)
-    print(f"report: {args.out / 'report.html'}")
+            shutil.copy(report.parent / "tables" / f, out / "tables" / f)
+    print(f"report: {out / 'report.html'}")
     return 0
 
 
-def build(sweep: Path) -> Path:
-    summary = json.loads(gzip.decompress((FIXTURES / "summary.json.gz").read_bytes()))
+def build(records: Path, sweep: Path) -> Path:
+    """The sweep folder of `records` (NUM.result.json.gz and summary.json.gz) under `sweep`,
+    aggregated; the report's path."""
+    summary = json.loads(gzip.decompress((records / "summary.json.gz").read_bytes()))
     for entry in summary["jobs"]:
         num = entry["num"]
-        rec = gzip.decompress((FIXTURES / f"{num}.result.json.gz").read_bytes())
+        rec = gzip.decompress((records / f"{num}.result.json.gz").read_bytes())
         (sweep / str(num)).mkdir(parents=True)
         (sweep / str(num) / "result.json").write_bytes(rec)
     (sweep / "summary.json").write_text(json.dumps(summary, indent=1))

@@ -43,6 +43,13 @@
 #          given; then the store exported to $S/store.tgz and the sweep folder (no traces,
 #          modules or caches) packed to $S/sweep_folder.tgz, for the next sitting;
 #          results: bench/results/headline/.
+#   headline_again  the command again after a first run finished across sittings: the
+#          store export $IMPORT imported and the first run's sweep_folder.tgz $RESUME
+#          unpacked under $S/first, then the command into $S/run2 (RUNS=2: also $S/run3, on
+#          the same machine, so with the compile store run2 filled), each after its dry run,
+#          stopped UNTIL_S seconds after the start if given; then bench/headline.py over all
+#          and `history compare --kernels` of each against the first; results:
+#          bench/results/headline/.
 #   store_rerun  the same, for a smaller grid whose jobs share shapes (resnet18 batch 32
 #          inference, autotune on,off x CUDA graphs off,on): the store's round trip, the
 #          order, the second run seeded; results: bench/results/autotune_store/.
@@ -219,37 +226,83 @@ builds() {
   find "$S/builds" \( -name traces -o -name modules \) -prune -exec rm -rf {} +
   bundle
 }
-headline_sitting() {
-  local sweep=${SWEEP:-$S/headline} deadline=${DEADLINE_S:-0}
-  local cmd=(python3 -m sweeper model=mixnet_l,densenet121 autotune=on,off hydra.sweep.dir="$sweep")
-  if [ -n "${IMPORT:-}" ]; then
-    python3 -m sweeper.store import "$IMPORT" > "$S/store_import.log" 2>&1
-    log "store import rc=$?"
-  fi
-  if [ -n "${RESUME:-}" ]; then
-    mkdir -p "$(dirname "$sweep")" && tar xzf "$RESUME" -C "$(dirname "$sweep")"
-    log "sweep folder $RESUME unpacked rc=$?"
-  fi
-  python3 -m sweeper.store show > "$S/store_before.txt" 2>&1
-  "${cmd[@]}" dry_run=true > "$S/dry_run.log" 2>&1
+# Run a sweep command, stopping it with SIGTERM (as Ctrl-C) once the clock passes $1 (epoch
+# seconds; 0: no limit): run_until END LOG CMD...; logs its rc and wall time.
+run_until() {
+  local end=$1 out=$2; shift 2
   local t0=$(date +%s)
-  "${cmd[@]}" > "$S/sitting.log" 2>&1 &
+  "$@" > "$out" 2>&1 &
   local pid=$!
   while kill -0 "$pid" 2>/dev/null; do
-    if [ "$deadline" -gt 0 ] && [ $(( $(date +%s) - t0 )) -ge "$deadline" ]; then
-      log "deadline ${deadline}s: stopping the sweep (SIGTERM, as Ctrl-C)"
+    if [ "$end" -gt 0 ] && [ "$(date +%s)" -ge "$end" ]; then
+      log "deadline: stopping the sweep (SIGTERM, as Ctrl-C) after $(( $(date +%s) - t0 ))s"
       kill -TERM "$pid"
       break
     fi
     sleep 5
   done
   wait "$pid"
-  log "sitting rc=$? wall_s=$(( $(date +%s) - t0 ))"
+  log "$(basename "$out" .log) rc=$? wall_s=$(( $(date +%s) - t0 ))"
+}
+
+store_import() {
+  python3 -m sweeper.store import "$1" > "$S/store_import.log" 2>&1
+  log "store import rc=$?"
+}
+
+store_export() {
   python3 -m sweeper.store export "$S/store.tgz" > "$S/store_export.log" 2>&1
-  log "store export rc=$? $(cat "$S/store_export.log" | tail -1)"
+  log "store export rc=$? $(tail -1 "$S/store_export.log")"
   python3 -m sweeper.store show > "$S/store_after.txt" 2>&1
+}
+
+headline_cmd=(python3 -m sweeper model=mixnet_l,densenet121 autotune=on,off)
+
+headline_sitting() {
+  local sweep=${SWEEP:-$S/headline} deadline=${DEADLINE_S:-0}
+  [ -n "${IMPORT:-}" ] && store_import "$IMPORT"
+  if [ -n "${RESUME:-}" ]; then
+    mkdir -p "$(dirname "$sweep")" && tar xzf "$RESUME" -C "$(dirname "$sweep")"
+    log "sweep folder $RESUME unpacked rc=$?"
+  fi
+  python3 -m sweeper.store show > "$S/store_before.txt" 2>&1
+  "${headline_cmd[@]}" hydra.sweep.dir="$sweep" dry_run=true > "$S/dry_run.log" 2>&1
+  run_until $([ "$deadline" -gt 0 ] && echo $(( $(date +%s) + deadline )) || echo 0) "$S/sitting.log" \
+    "${headline_cmd[@]}" hydra.sweep.dir="$sweep"
+  store_export
   find "$sweep" \( -name traces -o -name modules \) -prune -exec rm -rf {} +
   tar czf "$S/sweep_folder.tgz" --exclude=cache -C "$(dirname "$sweep")" "$(basename "$sweep")"
+  bundle
+}
+
+# The command again after a first run finished across sittings: that run's folder ($RESUME,
+# its sweep_folder.tgz) and the store it left ($IMPORT), then the command into a new folder
+# $RUNS times (default 1; run2, run3, ...: on this machine the second of them also finds
+# the compile store the first filled), stopped UNTIL_S seconds after the start if given;
+# then bench/headline.py over all of them and each one's kernel compare with the first.
+headline_again() {
+  local end=0 first="$S/first" dirs=()
+  [ -n "${UNTIL_S:-}" ] && end=$(( $(date +%s) + UNTIL_S ))
+  store_import "$IMPORT"
+  mkdir -p "$first" && tar xzf "$RESUME" -C "$first"
+  log "first run's folder $RESUME unpacked rc=$?"
+  dirs+=("$first/$(tar tzf "$RESUME" | head -1 | cut -d/ -f1)")
+  for n in $(seq 2 $(( 1 + ${RUNS:-1} ))); do
+    [ "$end" -gt 0 ] && [ "$(date +%s)" -ge "$end" ] && break
+    "${headline_cmd[@]}" hydra.sweep.dir="$S/run$n" dry_run=true > "$S/run${n}_dry_run.log" 2>&1
+    run_until "$end" "$S/run$n.log" "${headline_cmd[@]}" hydra.sweep.dir="$S/run$n"
+    find "$S/run$n" \( -name traces -o -name modules \) -prune -exec rm -rf {} +
+    dirs+=("$S/run$n")
+    bundle
+  done
+  python3 bench/headline.py "${dirs[@]}" > "$S/headline.md" 2>&1
+  log "headline.py rc=$?"
+  for d in "${dirs[@]:1}"; do
+    python3 -m sweeper.history compare "$d" "${dirs[0]}" --kernels --out "$S/compare_$(basename "$d")" \
+      > "$S/compare_$(basename "$d").md" 2>&1
+    log "compare $(basename "$d") rc=$?"
+  done
+  store_export
   bundle
 }
 
@@ -258,7 +311,7 @@ store_rerun() { twice model=resnet18 mode=inference batch_size=32 autotune=on,of
 machine_info
 log "start ${1:-}"
 case "${1:-}" in
-  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|store_rerun|builds) "$1" ;;
-  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|store_rerun|builds" >&2; exit 2 ;;
+  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|builds) "$1" ;;
+  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|builds" >&2; exit 2 ;;
 esac
 log ALLDONE

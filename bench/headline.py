@@ -107,13 +107,15 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("sweeps", nargs="+", type=Path, help="the first run, then later runs of the same command")
     args = ap.parse_args()
-    walls, colds = [], []
+    walls, colds, acrosses = [], [], []
     for sweep in args.sweeps:
         wall, recs = one_sweep(sweep)
         walls.append(wall)
         resumed, cold = attempts(recs)
         colds.append(cold)
-        print(f"## {sweep.name}: {wall:.0f} s wall ({wall / 60:.1f} min), "
+        across = bool(resumed)  # finished across sittings: the summary's wall is the last sitting's only
+        acrosses.append(across)
+        print(f"## {sweep.name}: {wall:.0f} s wall{' in its last sitting' if across else ''} ({wall / 60:.1f} min), "
               f"{sum(r['status'] == 'ok' for r in recs)} of {len(recs)} jobs ok\n")
         print("\n".join(table(recs)))
         print(f"\n{dominant(recs)}")
@@ -125,11 +127,12 @@ def main() -> int:
             print("\n".join(resumed))
             print(f"\nthe cold work, every run of every job added up: {cold:.0f} s ({cold / 60:.1f} min)")
         one_gpu = sum(r["job"].get("duration_s") or 0 for r in recs)
-        print(f"\nthe jobs' own seconds added up (one GPU running them in turn, an estimate, not a run): "
-              f"{one_gpu:.0f} s; this run's wall time against it: {wall / one_gpu:.2f}\n")
+        print(f"\nthe jobs' own seconds added up (one GPU running them in turn, an estimate, not a run): {one_gpu:.0f} s"
+              + ("; its runs in earlier sittings are not in the wall time above\n" if across
+                 else f"; this run's wall time against it: {wall / one_gpu:.2f}\n"))
     for sweep, wall in zip(args.sweeps[1:], walls[1:]):
         print(f"{sweep.name} against {args.sweeps[0].name}: {wall:.0f} s / {walls[0]:.0f} s = {wall / walls[0]:.2f}")
-        if colds[0] > walls[0]:  # the first run was finished across sittings: its wall is only the last one's
+        if acrosses[0]:  # the first run was finished across sittings: its wall is only the last one's
             print(f"{sweep.name} against the cold work of every run before: {wall:.0f} s / {colds[0]:.0f} s "
                   f"= {wall / colds[0]:.2f}")
     return 0

@@ -286,9 +286,14 @@ def start_compile_workers(timeout_s: float = 300) -> bool:
     return AsyncCompile.use_process_pool()
 
 
-def tuned_configs_reused() -> int:
-    """How many kernels reuse_tuned_configs() has given their cached config so far."""
-    return _reused_configs[0]
+def tuned_configs_reused() -> int | None:
+    """How many kernels reuse_tuned_configs() has given their cached config so far in this
+    process; None while it is not installed."""
+    try:
+        from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+    except ImportError:
+        return None
+    return _reused_configs[0] if getattr(CachingAutotuner, "_sweeper_reuse", False) else None
 
 
 def cached_coordesc_config(tuner):

@@ -361,17 +361,19 @@ def heartbeat_line(phase: str, seconds: float, store: dict | None = None) -> str
 
 
 def _from_store(store: dict | None) -> str:
-    """"from the store: 39 ops, 120 kernel configs (54 used so far; 50 kernels launched with
-    them, not tuned again)", or "" when nothing came. "Used" is Inductor's count of cache
-    hits; a kernel can look its config up more than once."""
+    """"from the store: 39 ops, 120 kernel configs; 50 kernels launched with them so far,
+    not tuned again", or "" when nothing came. The count is reuse_tuned_configs()'s: Inductor's
+    own count of autotune-cache hits is no measure of it, since a kernel compiled in a
+    worker reads its own fresh file again when coordinate descent reloads it (on the H200,
+    3 hits in a small graph's cold run with nothing seeded, bench/results/coordesc_reuse/;
+    319 in densenet121's headline job, none of whose kernels had a seeded config)."""
     if not store or not (store.get("seeded_ops") or store.get("seeded_kernel_configs")):
         return ""
-    hits = inductor.kernel_config_hits()
-    used = hits - (store.get("kernel_config_hits_before") or 0) if hits is not None else None
+    text = f"from the store: {store['seeded_ops']} ops, {store.get('seeded_kernel_configs', 0)} kernel configs"
     reused = inductor.tuned_configs_reused()
-    return (f"from the store: {store['seeded_ops']} ops, {store.get('seeded_kernel_configs', 0)} kernel configs"
-            + (f" ({used} used so far" + (f"; {reused} kernels launched with them, not tuned again" if reused else "")
-               + ")" if used is not None and store.get("seeded_kernel_configs") else ""))
+    if store.get("seeded_kernel_configs") and reused is not None:
+        text += f"; {reused} kernels launched with them so far, not tuned again"
+    return text
 
 
 def _inject_fault(fault: str | None, ctx: JobContext) -> None:

@@ -162,6 +162,8 @@ broken._precompile_config = lambda config: (_ for _ in ()).throw(RuntimeError("o
 out["broken"] = tuned(lambda: CachingAutotuner.autotune_to_one_config(broken))
 out["file_unchanged"] = Path(AutotuneCache.create(meta, path, "hashA").local_cache[1]).read_text() == text
 out["reused"] = inductor.tuned_configs_reused()
+from tasks.phases import heartbeat_line
+out["heartbeat"] = heartbeat_line("compile", 10.0, {"seeded_ops": 2, "seeded_kernel_configs": 1})
 print(json.dumps(out))
 """
 
@@ -197,3 +199,7 @@ def test_a_seeded_config_is_launched_as_it_is_not_tuned_again(tmp_path):
     assert got["moved"] == {"tuned": None, "launchers": [{"XBLOCK": 256}]}
     assert got["broken"] == "benchmark"
     assert got["file_unchanged"] and got["reused"] == 3
+    # the heartbeat counts these launches, not Inductor's cache hits (which a cold kernel's
+    # own fresh file also gives when coordinate descent reloads it)
+    assert got["heartbeat"] == ("still compiling: 10 s (from the store: 2 ops, 1 kernel configs; "
+                                "3 kernels launched with them so far, not tuned again)")
