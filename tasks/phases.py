@@ -271,7 +271,6 @@ def seed_autotune_store(ctx: JobContext) -> None:
                     or inductor.inductor_config().coordinate_descent_tuning)
     system = inductor.system_hash()
     got = autotune_store.seed_job(seed, inductor_cache(), torch.__version__, system, coordesc)
-    got["kernel_config_hits_before"] = inductor.kernel_config_hits()
     attempts = ctx.earlier_attempts
     if attempts:  # this job was stopped before: the record sets what those runs gave beside this one
         got["earlier_attempts"] = attempts
@@ -283,8 +282,7 @@ def seed_autotune_store(ctx: JobContext) -> None:
     # what the job started with goes into each partial write too: a stopped job's record,
     # made by the launcher from that file, then says it as the job's own would (the earlier
     # runs it has from the launcher's spec)
-    started_with = {k: got[k] for k in ("seeded_ops", "seeded_entries", "seeded_kernel_configs",
-                                        "kernel_config_hits_before") if k in got}
+    started_with = {k: got[k] for k in ("seeded_ops", "seeded_entries", "seeded_kernel_configs") if k in got}
     ctx.checkpoint = AutotuneCheckpoint(ctx.job_dir, inductor_cache(), torch.__version__, system,
                                         started_with).start()
 
