@@ -70,6 +70,10 @@ bundle() {
     -C "$(dirname "$S")" "$(basename "$S")" && mv "$S.bundle.tmp" "$S/bundle.tgz"
 }
 
+# A sweep folder's profiler traces and compiled-module copies, removed before it is packed
+# (the records keep what the analysis needs; bundles stay a few MB).
+drop_traces() { find "$1" \( -name traces -o -name modules \) -prune -exec rm -rf {} +; }
+
 machine_info() {
   nvidia-smi --query-gpu=index,name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv > "$S/nvidia-smi.csv" 2>&1
   python3 -c 'import torch, triton, timm; print("torch", torch.__version__, "triton", triton.__version__, "timm", timm.__version__)' \
@@ -196,7 +200,7 @@ twice() {
     log "$run rc=$? wall_s=$(( $(date +%s) - t0 ))"
     ls -d outputs/*/* > "$S/sweeps.txt"
     mkdir -p "$S/outputs" && cp -r outputs/. "$S/outputs/"
-    find "$S/outputs" \( -name traces -o -name modules \) -prune -exec rm -rf {} +
+    drop_traces "$S/outputs"
     bundle
   done
   python3 bench/headline.py $(cat "$S/sweeps.txt") > "$S/headline.md" 2>&1
@@ -223,7 +227,7 @@ builds() {
   log "builds sweep rc=$?"
   python3 -m sweeper.history compare "$S/builds" --between python --kernels --top 5 > "$S/builds_compare.md" 2>&1
   log "compare rc=$?"
-  find "$S/builds" \( -name traces -o -name modules \) -prune -exec rm -rf {} +
+  drop_traces "$S/builds"
   bundle
 }
 # Run a sweep command, stopping it with SIGTERM (as Ctrl-C) once the clock passes $1 (epoch
@@ -270,7 +274,7 @@ headline_sitting() {
   run_until $([ "$deadline" -gt 0 ] && echo $(( $(date +%s) + deadline )) || echo 0) "$S/sitting.log" \
     "${headline_cmd[@]}" hydra.sweep.dir="$sweep"
   store_export
-  find "$sweep" \( -name traces -o -name modules \) -prune -exec rm -rf {} +
+  drop_traces "$sweep"
   tar czf "$S/sweep_folder.tgz" --exclude=cache -C "$(dirname "$sweep")" "$(basename "$sweep")"
   bundle
 }
@@ -291,7 +295,7 @@ headline_again() {
     [ "$end" -gt 0 ] && [ "$(date +%s)" -ge "$end" ] && break
     "${headline_cmd[@]}" hydra.sweep.dir="$S/run$n" dry_run=true > "$S/run${n}_dry_run.log" 2>&1
     run_until "$end" "$S/run$n.log" "${headline_cmd[@]}" hydra.sweep.dir="$S/run$n"
-    find "$S/run$n" \( -name traces -o -name modules \) -prune -exec rm -rf {} +
+    drop_traces "$S/run$n"
     dirs+=("$S/run$n")
     bundle
   done
