@@ -95,6 +95,14 @@ def attempts(recs: list[dict]) -> tuple[list[str], float]:
     return out, cold
 
 
+def job_seconds(recs: list[dict]) -> dict[str, float]:
+    """Each job's seconds, its stopped runs' included, by its label."""
+    return {job_label(r["config"]): (r["job"].get("duration_s") or 0)
+            + sum(a.get("duration_s") or 0 for a in ((r.get("timings") or {}).get("autotune_store") or {})
+                  .get("earlier_attempts") or [])
+            for r in recs}
+
+
 def dominant(recs: list[dict]) -> str:
     """The longest job and its largest phases."""
     longest = max(recs, key=lambda r: r["job"].get("duration_s") or 0)
@@ -107,10 +115,11 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("sweeps", nargs="+", type=Path, help="the first run, then later runs of the same command")
     args = ap.parse_args()
-    walls, colds, acrosses = [], [], []
+    walls, colds, acrosses, runs = [], [], [], []
     for sweep in args.sweeps:
         wall, recs = one_sweep(sweep)
         walls.append(wall)
+        runs.append(recs)
         resumed, cold = attempts(recs)
         colds.append(cold)
         across = bool(resumed)  # finished across sittings: the summary's wall is the last sitting's only
@@ -130,7 +139,17 @@ def main() -> int:
         print(f"\nthe jobs' own seconds added up (one GPU running them in turn, an estimate, not a run): {one_gpu:.0f} s"
               + ("; its runs in earlier sittings are not in the wall time above\n" if across
                  else f"; this run's wall time against it: {wall / one_gpu:.2f}\n"))
-    for sweep, wall in zip(args.sweeps[1:], walls[1:]):
+    for sweep, wall, recs in zip(args.sweeps[1:], walls[1:], runs[1:]):
+        ok = [r for r in recs if r["status"] == "ok"]
+        if len(ok) < len(recs):  # a stopped run's wall time is no measure of the command's
+            print(f"{sweep.name}: {len(ok)} of {len(recs)} jobs finished, so no ratio for the run; each "
+                  f"finished job against its cold seconds in {args.sweeps[0].name} (every run of it added up):")
+            cold = job_seconds(runs[0])
+            for r in ok:
+                label, s = job_label(r["config"]), r["job"].get("duration_s") or 0
+                print(f"- {label}: {s:.0f} s / {cold[label]:.0f} s = {s / cold[label]:.2f}" if cold.get(label)
+                      else f"- {label}: {s:.0f} s, not in {args.sweeps[0].name}")
+            continue
         print(f"{sweep.name} against {args.sweeps[0].name}: {wall:.0f} s / {walls[0]:.0f} s = {wall / walls[0]:.2f}")
         if acrosses[0]:  # the first run was finished across sittings: its wall is only the last one's
             print(f"{sweep.name} against the cold work of every run before: {wall:.0f} s / {colds[0]:.0f} s "
