@@ -178,8 +178,8 @@ H200_SYSTEM = "c33ff64252de0fc95aafeb63c22d2f93666cf684f9102841c20702613368c40d"
 def test_the_h200_headline_export_imports_and_seeds_only_that_gpu(tmp_path):
     """The store exported on the H200 after the headline's first run (both max-autotune
     training jobs, mixnet_l's and densenet121's, finished across sittings) and the first
-    job of its second run (mixnet_l's, which added the configs of 142 kernels it had not
-    met before), as the next sitting imports it."""
+    job of its second run (mixnet_l's, which added the configs of 142 kernels under names
+    it had not met before), as the next sitting imports it."""
     store = tmp_path / "store"
     got = run("import", str(H200_EXPORT), store=store)
     assert got.returncode == 0, got.stderr
