@@ -12,7 +12,10 @@ What is kept, as Inductor keeps it in a job's own cache folder:
   whose path Inductor derives from the kernel's source (runtime/autotune_cache.py:
   AutotuneCache.create). A job that compiles a kernel of the same source finds the file and
   launches with that config, tuning nothing; Inductor itself refuses one made for another
-  candidate list (its `configs_hash`).
+  candidate list (its `configs_hash`). Each config also keeps its kernel's code key (the
+  source without the kernel's name, `kernel_code`): a kernel renamed in a later compile
+  (its number in the graph moved) finds it by that (tasks/inductor_internals.py:
+  renamed_config).
 
 Jobs keep private caches, and on a Ray cluster nodes share no disk, so the entries travel
 through the driver:
@@ -94,6 +97,8 @@ def merge_doc(into: dict, new: dict) -> tuple[int, int]:
     configs = into.setdefault("kernel_configs", {})
     new_configs = sum(1 for k in (new.get("kernel_configs") or {}) if k not in configs)
     configs.update(new.get("kernel_configs") or {})
+    if new.get("kernel_code"):  # each config's kernel code key, for renamed kernels (older stores lack it)
+        into.setdefault("kernel_code", {}).update(new["kernel_code"])
     if new.get("system") and not into.get("system"):
         into["system"] = new["system"]
     return added, new_configs
@@ -228,6 +233,7 @@ def seed_job(seed: dict, inductor_cache: Path, torch_version: str, system: str |
             configs = {k: v for k, v in doc["kernel_configs"].items()
                        if coordinate_descent or not _by_coordinate_descent(v)}
             out["seeded_kernel_configs"] = inductor.put_tuned_configs(inductor_cache, configs)
+            out["seeded_kernel_codes"] = inductor.put_code_index(inductor_cache, configs, doc.get("kernel_code") or {})
     return out
 
 
@@ -246,7 +252,9 @@ def job_documents(inductor_cache: Path, system: str | None) -> dict[str, dict]:
             systems[f.name] = {"system": doc.get("system"), "cache": doc["cache"]}
     configs = inductor.tuned_configs(inductor_cache) if Path(inductor_cache).is_dir() else {}
     if configs and system:
-        systems.setdefault(system, {"system": None, "cache": {}})["kernel_configs"] = configs
+        mine = systems.setdefault(system, {"system": None, "cache": {}})
+        mine["kernel_configs"] = configs
+        mine["kernel_code"] = inductor.kernel_code_keys(inductor_cache)
     return systems
 
 

@@ -8,6 +8,8 @@ where to look first; the tests that exercise each are named beside it.
 
 from __future__ import annotations
 
+import functools
+
 from pathlib import Path
 from typing import Callable
 
@@ -129,6 +131,91 @@ def tuned_configs(cache_dir: Path) -> dict[str, str]:
     return {str(p.relative_to(cache_dir)): p.read_text() for p in sorted(Path(cache_dir).glob("*/*.best_config"))}
 
 
+# A file at the Inductor cache's root: a kernel's code key (kernel_code_key) -> its tuned
+# config (`.best_config` text), for kernels that come back under another name.
+CODE_INDEX = "sweeper_kernel_code.json"
+
+
+def kernel_code_key(source: str) -> str | None:
+    """A Triton kernel file's source without the kernel's name, hashed. Inductor names a
+    kernel's file by its whole source, and a kernel's name ends in its number in the graph
+    (the order Inductor generates kernels in), so one kernel more or fewer early in a graph
+    renames every later one, and each gets another file: an H200 mixnet_l max-autotune job
+    had 37 of its 67 selected forward kernels renamed against the run before
+    (bench/results/headline/run2_kernel_renames.md). The code is the same, so what its
+    tuning chose holds. None for a file that defines no Triton kernel."""
+    import hashlib
+    import re
+
+    m = re.search(r"^def (triton_\w+)\(", source, re.M)
+    if m is None:
+        return None
+    return hashlib.sha256(source.replace(m.group(1), "KERNEL").encode()).hexdigest()
+
+
+def kernel_code_keys(cache_dir: Path) -> dict[str, str]:
+    """For each tuned config of tuned_configs(): its relative path -> the code key of its
+    kernel's file, a `.py` in the same folder whose local autotune cache path Inductor
+    derives (runtime/autotune_cache.py: AutotuneCache.create, asked here as a kernel asks
+    it); a config whose kernel file is gone is left out."""
+    root = Path(cache_dir).resolve()
+    configs, out = set(tuned_configs(root)), {}
+    for kernel in sorted(root.glob("*/*.py")):
+        local = _local_cache_path(str(kernel))
+        rel = str(Path(local).relative_to(root)) if local and Path(local).is_relative_to(root) else None
+        key = _code_key_of(str(kernel)) if rel in configs else None
+        if key:
+            out[rel] = key
+    return out
+
+
+# Both asked for every kernel file at each checkpoint of a compile (every 30 s): a kernel
+# file never changes once written (its name is its source's hash).
+@functools.lru_cache(maxsize=None)
+def _local_cache_path(kernel: str) -> str | None:
+    from torch._inductor.runtime.autotune_cache import AutotuneCache
+
+    try:
+        local = getattr(AutotuneCache.create({"autotune_local_cache": True, "autotune_remote_cache": False},
+                                             kernel, ""), "local_cache", None)
+    except Exception:  # noqa: BLE001 - not a kernel's file Inductor would cache for: no key
+        return None
+    return local[1] if local else None
+
+
+@functools.lru_cache(maxsize=None)
+def _code_key_of(kernel: str) -> str | None:
+    try:
+        return kernel_code_key(Path(kernel).read_text())
+    except OSError:
+        return None
+
+
+def put_code_index(cache_dir: Path, files: dict[str, str], codes: dict[str, str]) -> int:
+    """Write CODE_INDEX for the seeded configs `files` whose code key `codes` knows, so that
+    a renamed kernel finds its config (cached_coordesc_config); returns how many."""
+    import json
+
+    index = {codes[rel]: text for rel, text in files.items() if codes.get(rel)}
+    if index:
+        Path(cache_dir).mkdir(parents=True, exist_ok=True)
+        (Path(cache_dir) / CODE_INDEX).write_text(json.dumps(index))
+    return len(index)
+
+
+def renamed_config(kernel_file: Path) -> str | None:
+    """The seeded config of a kernel of the same code under another name: CODE_INDEX in the
+    kernel file's cache, looked up by the file's code key; None when there is none."""
+    import json
+
+    try:
+        index = json.loads((kernel_file.parent.parent / CODE_INDEX).read_text())
+        key = kernel_code_key(kernel_file.read_text())
+    except (OSError, ValueError):
+        return None
+    return index.get(key) if isinstance(index, dict) and key else None
+
+
 def put_tuned_configs(cache_dir: Path, files: dict[str, str]) -> int:
     """Write tuned_configs() of an earlier run back, over what a loaded blob put there;
     returns how many were written (only `<xx>/<key>.best_config` inside the cache)."""
@@ -229,6 +316,8 @@ def raw_stream(device_index: int):
 # How many kernels took their coordinate-descent config from the local autotune cache
 # instead of being tuned again (reuse_tuned_configs), in this process.
 _reused_configs = [0]
+# Of those, how many were found under another name (renamed_config).
+_renamed_configs = [0]
 
 
 def reuse_tuned_configs() -> bool:
@@ -296,13 +385,20 @@ def tuned_configs_reused() -> int | None:
     return _reused_configs[0] if getattr(CachingAutotuner, "_sweeper_reuse", False) else None
 
 
+def tuned_configs_renamed() -> int | None:
+    """Of tuned_configs_reused(), how many came from a kernel of the same code under another
+    name (renamed_config); None while the hook is not installed."""
+    return _renamed_configs[0] if tuned_configs_reused() is not None else None
+
+
 def cached_coordesc_config(tuner):
     """The coordinate-descent config in a kernel's local autotune cache file (the one its
     cache read would give, marked `found_by_coordesc`), or None: no file, another config
     list (configs_hash), a config picked only by benchmarking, or coordinate descent off.
     The file is looked for in this process's Inductor cache too: a kernel that Inductor
     loaded from a cached compile (TritonBundler's static autotuners) still points at the
-    cache of the run that compiled it."""
+    cache of the run that compiled it. Failing both, a seeded config of the same kernel
+    code under another name (renamed_config) is written as this kernel's file and used."""
     import json
 
     from torch._inductor.runtime.cache_dir_utils import cache_dir
@@ -314,16 +410,33 @@ def cached_coordesc_config(tuner):
     path = Path(local[1])
     if not path.exists():  # a kernel from an earlier run's compile (the compile store) keeps that run's
         path = Path(cache_dir()) / path.parent.name / path.name  # cache path; the file is here, at the same place
+    renamed = None  # the kernel file whose code found a seeded config under another name
+    if not path.exists():  # perhaps the same code under another name: a seeded config by its code key
+        filename = getattr(tuner, "filename", None)
+        candidates = [Path(filename), Path(cache_dir()) / Path(filename).parent.name / Path(filename).name] \
+            if filename else []
+        renamed = next((f for f in candidates if f.exists()), None)
+        text = renamed_config(renamed) if renamed else None
+    else:
+        try:
+            text = path.read_text()
+        except OSError:
+            return None
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        data = json.loads(text) if text else None
+    except ValueError:
         return None
     if not isinstance(data, dict) or not data.get("found_by_coordesc"):
         return None
     from torch._inductor.runtime.autotune_cache import _load_cached_autotuning
 
-    config = _load_cached_autotuning(data, cache.configs_hash, [], tuner.inductor_meta)
-    return config if getattr(config, "found_by_coordesc", False) else None
+    config = _load_cached_autotuning(dict(data), cache.configs_hash, [], tuner.inductor_meta)
+    if not getattr(config, "found_by_coordesc", False):
+        return None
+    if renamed is not None:  # its own file now: the job's entries, and a later launch, find it by name
+        (renamed.parent / Path(local[1]).name).write_text(text)
+        _renamed_configs[0] += 1
+    return config
 
 
 def cached_launcher(tuner, launchers: list):

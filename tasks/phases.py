@@ -203,7 +203,7 @@ def compile_step(ctx: JobContext) -> None:
     inductor.reset_dynamo()
     # a kernel whose coordinate-descent config is cached (seeded, or a loaded compile's) uses it
     ctx.timings["tuned_configs_reused"] = 0 if inductor.reuse_tuned_configs() else None
-    reused_before = inductor.tuned_configs_reused()
+    reused_before, renamed_before = inductor.tuned_configs_reused(), inductor.tuned_configs_renamed()
     mode = ctx.record["config"]["compile_mode"]
     compiled = torch.compile(ctx.workload.forward_fn(), mode=None if mode == "default" else mode)
     step = ctx.workload.make_step(compiled)
@@ -225,6 +225,7 @@ def compile_step(ctx: JobContext) -> None:
     ctx.timings["compile_cache"] = inductor.compile_cache_counters()
     if ctx.timings["tuned_configs_reused"] is not None:
         ctx.timings["tuned_configs_reused"] = inductor.tuned_configs_reused() - reused_before
+        ctx.timings["tuned_configs_renamed"] = inductor.tuned_configs_renamed() - renamed_before
 
 
 def warmup(ctx: JobContext) -> None:

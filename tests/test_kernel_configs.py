@@ -203,3 +203,59 @@ def test_a_seeded_config_is_launched_as_it_is_not_tuned_again(tmp_path):
     # own fresh file also gives when coordinate descent reloads it)
     assert got["heartbeat"] == ("still compiling: 10 s (from the store: 2 ops, 1 kernel configs; "
                                 "3 kernels launched with them so far, not tuned again)")
+
+
+# In a job process: the kernel of the seeded config, compiled again under another name (its
+# number in the graph moved, as Inductor numbers kernels in the order it generates them),
+# and a kernel of other code under that name; each at its first launch.
+RENAMED = REUSE.split("key, path = PyCodeCache.write(source)")[0] + r"""
+name = sys.argv[2]
+inductor.reuse_tuned_configs()
+_, renamed = PyCodeCache.write(source.replace(name, name[:-1] + "7"))
+_, changed = PyCodeCache.write(source.replace(name, name[:-1] + "8").replace("xnumel = 802816", "xnumel = 802817"))
+other = Tuner(changed, candidates)
+other.filename = changed
+one = Tuner(renamed, candidates)
+one.filename = renamed  # as CachingAutotuner keeps its kernel's file
+out = {"tuned": tuned(lambda: CachingAutotuner.autotune_to_one_config(one)),
+       "launchers": [dict(l.config.kwargs, num_warps=l.config.num_warps) for l in one.launchers],
+       "own_file": Path(AutotuneCache.create(meta, renamed, "hashA").local_cache[1]).exists(),
+       "other_code": tuned(lambda: CachingAutotuner.autotune_to_one_config(other)),
+       "reused": inductor.tuned_configs_reused(), "renamed": inductor.tuned_configs_renamed()}
+print(json.dumps(out))
+"""
+
+
+def test_a_renamed_kernel_of_the_same_code_finds_its_config(tmp_path):
+    """Inductor names a kernel's file by its source, the kernel's name included, and the
+    name ends in the kernel's number in its graph: an H200 mixnet_l max-autotune job had its
+    forward kernels from number 82 on renamed against the run before, and so tuned 140
+    kernels again whose config the store had. The store keeps each config's kernel code
+    without the name, and a renamed kernel of the same code launches with it."""
+    import re
+
+    from tasks import inductor_internals as ii
+
+    first, second, store = tmp_path / "cache_a", tmp_path / "cache_b", tmp_path / "store"
+    inductor(first, "tune")
+    st.write_job_entries(tmp_path / "job_a", first, "2.14.1", system="sys")
+    st.absorb(store, tmp_path / "job_a")
+    doc = st.load(store, "2.14.1")["systems"]["sys"]
+    (rel, code), = doc["kernel_code"].items()
+    assert rel in doc["kernel_configs"] and code == ii.kernel_code_key(KERNEL.read_text())
+    seeded = st.seed_job(st.load(store, "2.14.1"), second, "2.14.1", system="sys")
+    assert (seeded["seeded_kernel_configs"], seeded["seeded_kernel_codes"]) == (1, 1)
+    name = re.search(r"^def (triton_\w+)\(", KERNEL.read_text(), re.M).group(1)
+    assert name.endswith("6")
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(second), PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", RENAMED, str(KERNEL), name], env=env, capture_output=True,
+                         text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    # the renamed kernel: the seeded config, compiled once, not benchmarked; now its own file
+    assert got["tuned"] is None and got["launchers"] == [{"XBLOCK": 256, "num_warps": 2}]
+    assert got["own_file"] and got["reused"] == 1 and got["renamed"] == 1
+    # other code under a new name: tuned as Inductor tunes it
+    assert got["other_code"] == "benchmark"
+    # the renamed kernel's config is among the job's entries under its own name, for the store
+    assert len(st.job_documents(second, "sys")["sys"]["kernel_configs"]) == 2
