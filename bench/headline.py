@@ -76,7 +76,7 @@ def attempts(recs: list[dict]) -> tuple[list[str], float]:
     for r in recs:
         store = (r.get("timings") or {}).get("autotune_store") or {}
         earlier = store.get("earlier_attempts") or []
-        cold += (r["job"].get("duration_s") or 0) + sum(a.get("duration_s") or 0 for a in earlier)
+        cold += all_runs_s(r)
         if not earlier:
             continue
         runs = "; ".join(f"run {i}: {a.get('status')} after {a.get('duration_s')} s, compile stopped at "
@@ -97,10 +97,13 @@ def attempts(recs: list[dict]) -> tuple[list[str], float]:
 
 def job_seconds(recs: list[dict]) -> dict[str, float]:
     """Each job's seconds, its stopped runs' included, by its label."""
-    return {job_label(r["config"]): (r["job"].get("duration_s") or 0)
-            + sum(a.get("duration_s") or 0 for a in ((r.get("timings") or {}).get("autotune_store") or {})
-                  .get("earlier_attempts") or [])
-            for r in recs}
+    return {job_label(r["config"]): all_runs_s(r) for r in recs}
+
+
+def all_runs_s(r: dict) -> float:
+    """A job's seconds over this run and every stopped run before it."""
+    earlier = ((r.get("timings") or {}).get("autotune_store") or {}).get("earlier_attempts") or []
+    return (r["job"].get("duration_s") or 0) + sum(a.get("duration_s") or 0 for a in earlier)
 
 
 def dominant(recs: list[dict]) -> str:
