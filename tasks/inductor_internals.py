@@ -281,6 +281,15 @@ def loaded_code_modules():
     return PyCodeCache.modules, PyCodeCache.modules_no_attr
 
 
+def write_kernel_file(source: str) -> str:
+    """A Triton kernel's source written where Inductor keeps it in this process's cache
+    (PyCodeCache.write: the file is named by the source's hash and written only if
+    missing); returns its path (tasks/kernel_bench.py: kernel_files)."""
+    from torch._inductor.codecache import PyCodeCache
+
+    return PyCodeCache.write(source)[1]
+
+
 def load_code_module(path: str):
     """Load a compiled wrapper module from its file through PyCodeCache, as Inductor does."""
     from pathlib import Path

@@ -200,6 +200,29 @@ def _kernels_of(path: str) -> dict[str, str | None] | None:
         return None
 
 
+def kernel_files(modules) -> dict[str, str]:
+    """Kernel name -> its kernel file here. A `# kernel path:` that is not here is written
+    again, where Inductor would write it in this process's cache, from the source the
+    wrapper module carries inline: a compile loaded from the compile store names the cache
+    of the run that compiled it, gone with that run's scratch folder (on an H200 every
+    microbenchmark of such a warm job failed so, bench/results/headline/README.md), and a
+    kernel whose template choice came from the autotune store can lack its file too."""
+    from sweeper.analysis.module_source import kernel_sources
+    from tasks.inductor_internals import write_kernel_file
+
+    out = {}
+    for path, kernels in _module_kernels(modules):
+        inline = None  # parsed only for a module with a kernel file missing
+        for name, file in kernels.items():
+            if file and not Path(file).is_file():
+                if inline is None:
+                    inline = kernel_sources(Path(path).read_text())
+                file = write_kernel_file(inline[name]) if name in inline else file
+            if file:
+                out[name] = file
+    return out
+
+
 def kernel_objects(modules) -> dict:
     """kernel name -> the kernel object (CachingAutotuner) the job's compiled modules run."""
     from tasks.capture import loaded_module
@@ -221,7 +244,7 @@ def kernel_table(record: dict, device: str, modules) -> dict:
     On a CPU: the C++ kernels' profiled times; standalone kernel files are a GPU feature."""
     if device != "cuda":
         return {"method": "profiled step (CPU)", "rows": mb.cpu_kernel_rows(record)}
-    paths = {name: path for _, kernels in _module_kernels(modules) for name, path in kernels.items() if path}
+    paths = kernel_files(modules)
     rows = mb.select_kernels(record)
     for row in rows:
         row["kernel_path"] = paths.get(row["name"])

@@ -84,6 +84,7 @@ def microbench(ctx: JobContext) -> None:
     seconds (measure.microbench_budget_pct); the breakdown stands without them. A compile
     loaded from the compile store counts as long as the cold one it came from, so that a
     warm job measures as many kernels as the cold one did."""
+    from sweeper.analysis import kernels as mb
     from tasks import kernel_bench
     from tasks.phases import cold_compile_s
 
@@ -96,3 +97,4 @@ def microbench(ctx: JobContext) -> None:
         kernel_bench.run(table, kernel_bench.kernel_objects(ctx.capture.modules), budget)
     except Exception as e:  # noqa: BLE001
         table["error"] = f"microbenchmarks failed: {failure_reason(e, ctx.cfg)}"
+    say(mb.microbench_outcome(table))

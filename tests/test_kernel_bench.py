@@ -2,13 +2,19 @@
 
 import gzip
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from conftest import read_text
 
 from sweeper.analysis import kernels as mb
+from sweeper.analysis.module_source import kernel_definitions, kernel_sources
 
 H200 = Path(__file__).parent / "fixtures" / "h200"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def record(name):
@@ -72,3 +78,65 @@ def test_cpu_rows_say_there_is_no_standalone_benchmark():
     assert [r["name"] for r in rows] == ["graph_0_cpp_fused_add_0", "graph_0_cpp_fused_relu_1"]
     assert rows[0]["share_of_cpp_pct"] == 75.0 and rows[0]["standalone_ms"] is None
     assert "need a GPU" in rows[0]["method"]
+
+
+# In a job process with its own Inductor cache: the kernel files of the compiled modules given.
+KERNEL_FILES = r"""
+import json, sys
+from types import SimpleNamespace
+from tasks.kernel_bench import kernel_files
+print(json.dumps(kernel_files([SimpleNamespace(path=p) for p in sys.argv[1:]])))
+"""
+
+
+def test_kernel_files_missing_here_are_written_again_from_the_wrapper(tmp_path):
+    """A compile loaded from the compile store names its kernel files in the cache of the run
+    that compiled it; on an H200 that run's scratch folder was gone, and every
+    microbenchmark of the warm jobs failed (FileNotFoundError). Here the H200 modules' kernel
+    paths do not exist either: each file is written again from the wrapper's inline source,
+    under the name Inductor gives that source (so the very kernel the H200 compiled), in this
+    process's cache; a path that exists is kept."""
+    wrappers = []
+    for name in ("resnet18_forward_0", "resnet18_backward_1"):
+        wrappers.append(tmp_path / f"{name}.py")
+        wrappers[-1].write_text(read_text(H200 / f"{name}.py.gz"))
+    named = {n: p for w in wrappers for n, p in kernel_definitions(w.read_text()).items() if n.startswith("triton_")}
+    assert len(named) > 20 and not any(Path(p).exists() for p in named.values())
+    kept_name, kept_path = next(iter(named.items()))  # one kernel whose file is here: left as it is
+    here = tmp_path / "here" / Path(kept_path).name
+    here.parent.mkdir()
+    here.write_text("# the file the module names\n")
+    wrappers[0].write_text(wrappers[0].read_text().replace(kept_path, str(here)))
+
+    cache = tmp_path / "cache"
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache), PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", KERNEL_FILES, *map(str, wrappers)], env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    files = json.loads(out.stdout.splitlines()[-1])
+
+    assert set(files) == set(named) and files[kept_name] == str(here)
+    for name, file in files.items():
+        if name == kept_name:
+            continue
+        assert Path(file).is_file() and Path(file).is_relative_to(cache), name
+        assert Path(file).name == Path(named[name]).name, name  # Inductor's name for the source: the same kernel
+    # the kernel files captured on the H200 are what was written
+    for kind in ("triton_poi", "triton_red", "triton_per"):
+        captured = (H200 / f"{kind}.py").read_text().strip()
+        assert any(Path(f).read_text().strip() == captured for n, f in files.items() if n != kept_name), kind
+
+
+def test_kernel_sources_are_the_wrappers_inline_triton_kernels(h200):
+    source = read_text(h200 / "resnet18_forward_0.py.gz")
+    inline = kernel_sources(source)
+    assert set(inline) == {n for n in kernel_definitions(source) if n.startswith("triton_")}
+    assert all(f"def {name}(" in text and "@triton.jit" in text for name, text in inline.items())
+
+
+def test_the_microbench_line_says_what_failed():
+    rows = [{"standalone_ms": 0.1}, {"standalone_ms": None, "error": "FileNotFoundError: gone"},
+            {"standalone_ms": None, "error": "not measured: past the microbenchmark budget (11 s)"}]
+    assert mb.microbench_outcome({"rows": rows}) == (
+        "microbenchmarks: 1 of 3 kernels timed alone; 1 failed, the first: FileNotFoundError: gone")
+    assert mb.microbench_outcome({"rows": rows[:1]}) == "microbenchmarks: 1 of 1 kernels timed alone"

@@ -127,3 +127,17 @@ def args_bytes(source: str) -> int | None:
     mutated = set(re.findall(r"'(\w+)'", (_MUTATED.search(source) or [None, ""])[1] if _MUTATED.search(source) else ""))
     written = sum(size for name, size in zip(params, sizes) if name in mutated)
     return sum(sizes) + written
+
+
+def microbench_outcome(table: dict) -> str:
+    """One log line: how many kernels were timed alone, and why the others were not (a job
+    whose every benchmark failed still ends ok: the breakdown stands without them)."""
+    rows = table["rows"]
+    timed = sum(r.get("standalone_ms") is not None for r in rows)
+    failed = [r["error"] for r in rows if r.get("error") and not r["error"].startswith("not measured")]
+    line = f"microbenchmarks: {timed} of {len(rows)} kernels timed alone"
+    if table.get("error"):
+        line += f"; {table['error']}"
+    if failed:
+        line += f"; {len(failed)} failed, the first: {failed[0]}"
+    return line

@@ -69,3 +69,21 @@ def parse_module(source: str) -> ModuleInfo:
 def is_compiled_module(source: str) -> bool:
     """Wrapper code, not a kernel file (kernel files define a call() harness too)."""
     return "async_compile = AsyncCompile()" in source and parse_module(source).has_call
+
+
+def kernel_sources(source: str) -> dict[str, str]:
+    """Triton kernel name -> its source as the wrapper module carries it inline
+    (`name = async_compile.triton('name', '''<source>''', ...)`), read as Python reads it.
+    Inductor writes a kernel's file from this very string (its name is the string's hash),
+    so it stands in for a `# kernel path:` file that is not on this machine: a compile
+    loaded from the compile store keeps the paths of the run that compiled it."""
+    import ast
+
+    out: dict[str, str] = {}
+    for node in ast.parse(source).body:
+        call = node.value if isinstance(node, ast.Assign) else None
+        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "triton"
+                and len(call.args) >= 2 and all(isinstance(a, ast.Constant) and isinstance(a.value, str)
+                                                for a in call.args[:2])):
+            out[call.args[0].value] = call.args[1].value
+    return out
