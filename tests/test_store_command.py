@@ -16,6 +16,7 @@ import pytest
 
 from sweeper import store as cmd
 from tasks import autotune_store as st
+from tasks.inductor_internals import CODE_INDEX
 
 ROOT = Path(__file__).resolve().parent.parent
 H200 = {"hash": "h200hash", "device": {"name": "NVIDIA H200"}}
@@ -171,29 +172,33 @@ def test_two_writers_into_one_store_lose_nothing(tmp_path):
     assert st.count_ops(doc["cache"]) == 100 and len(doc["kernel_configs"]) == 100
 
 
-H200_EXPORT = ROOT / "tests" / "fixtures" / "h200" / "headline_store.tgz"  # bench/results/headline: the second run's (its first job)
+H200_EXPORT = ROOT / "tests" / "fixtures" / "h200" / "headline_store.tgz"  # bench/results/headline: after the second run
 H200_SYSTEM = "c33ff64252de0fc95aafeb63c22d2f93666cf684f9102841c20702613368c40d"  # Inductor's hash of that H200
 
 
 def test_the_h200_headline_export_imports_and_seeds_only_that_gpu(tmp_path):
     """The store exported on the H200 after the headline's first run (both max-autotune
-    training jobs, mixnet_l's and densenet121's, finished across sittings) and the first
-    job of its second run (mixnet_l's, which added the configs of 142 kernels under names
-    it had not met before), as the next sitting imports it."""
+    training jobs, mixnet_l's and densenet121's, finished across sittings) and its second
+    run (1125 kernel configs; 916 of them, those the second run's jobs gave or met again,
+    with the code key that a renamed kernel finds its config by), as a later sitting imports it."""
     store = tmp_path / "store"
     got = run("import", str(H200_EXPORT), store=store)
     assert got.returncode == 0, got.stderr
-    assert "2449 timed choices and 1118 kernel configs were new" in got.stdout
+    assert "2449 timed choices and 1125 kernel configs were new" in got.stdout
     shown = run("show", store=store)
     assert shown.returncode == 0, shown.stderr
     row = next(line for line in shown.stdout.splitlines() if line.startswith("2.11.0+cu130"))
-    assert "NVIDIA H200" in row and row.split()[4:7] == ["142", "2449", "1118"], row
+    assert "NVIDIA H200" in row and row.split()[4:7] == ["142", "2449", "1125"], row
     seed = st.load(store, "2.11.0+cu130")
     same_gpu = st.seed_job(seed, tmp_path / "h200_cache", "2.11.0+cu130", H200_SYSTEM, coordinate_descent=True)
-    assert (same_gpu["seeded_ops"], same_gpu["seeded_kernel_configs"]) == (142, 1118)
-    assert len(list((tmp_path / "h200_cache").glob("*/*.best_config"))) == 1118  # where its kernels look
+    assert (same_gpu["seeded_ops"], same_gpu["seeded_kernel_configs"]) == (142, 1125)
+    assert len(list((tmp_path / "h200_cache").glob("*/*.best_config"))) == 1125  # where its kernels look
+    # the code index a renamed kernel looks in: one entry a code key (916 keyed configs, two
+    # pairs of them of the same code)
+    index = json.loads((tmp_path / "h200_cache" / CODE_INDEX).read_text())
+    assert same_gpu["seeded_kernel_codes"] == len(index) == 914
     # another GPU model (another system hash) uses none of it: Inductor reads only its own
-    # GPU's timings file; a job without coordinate descent none of these configs (all 1118 found by it)
+    # GPU's timings file; a job without coordinate descent none of these configs (all 1125 found by it)
     other = st.seed_job(seed, tmp_path / "other_cache", "2.11.0+cu130", "another-gpu", coordinate_descent=True)
     no_coordesc = st.seed_job(seed, tmp_path / "plain_cache", "2.11.0+cu130", H200_SYSTEM, coordinate_descent=False)
     assert (other["seeded_ops"], other["seeded_kernel_configs"]) == (0, 0)
