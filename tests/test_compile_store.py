@@ -227,3 +227,22 @@ def test_h200_a_rerun_from_the_store_runs_the_same_kernels_and_flags_nothing(tmp
     assert "0 of 4 jobs flagged" in proc.stdout
     assert proc.stdout.count("(cold -> warm: not comparable)") == 3 and "(seeded -> warm: not comparable)" in proc.stdout
     assert "appeared" not in proc.stdout and "vanished" not in proc.stdout  # the same kernels by name and source
+
+
+def test_h200_a_failed_microbenchmark_is_counted_and_noted(tmp_path):
+    """In that cold run one selected kernel of job 1 (autotune with CUDA graphs, seeded from
+    the autotune store) failed its microbenchmark (its kernel file was missing): the jobs
+    table counts it, with its reason, and the report's notes name the job; the others
+    failed none."""
+    from conftest import sweep_from_fixture
+
+    from sweeper.reporting.load import load_sweep
+    from sweeper.reporting.notes import all_notes
+    from sweeper.reporting.tables import jobs_table
+
+    cold = sweep_from_fixture(Path(__file__).parent / "fixtures" / "h200" / "compile_store" / "cold", tmp_path / "cold")
+    jobs = jobs_table(list(load_sweep(cold)[1].values()))
+    assert jobs["microbench_failed"].tolist() == [0, 1, 0, 0] and jobs["microbench_kernels"].tolist() == [14, 14, 11, 12]
+    assert jobs["microbench_error"].iloc[1].startswith("FileNotFoundError") and jobs["microbench_error"].isna().sum() == 3
+    noted = [n for n in all_notes(jobs) if n.startswith("microbenchmarks failed")]
+    assert len(noted) == 1 and "#1 (1 of 14 kernels; the first: FileNotFoundError" in noted[0] and "#0" not in noted[0]

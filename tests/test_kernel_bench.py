@@ -137,6 +137,10 @@ def test_kernel_sources_are_the_wrappers_inline_triton_kernels(h200):
 def test_the_microbench_line_says_what_failed():
     rows = [{"standalone_ms": 0.1}, {"standalone_ms": None, "error": "FileNotFoundError: gone"},
             {"standalone_ms": None, "error": "not measured: past the microbenchmark budget (11 s)"}]
-    assert mb.microbench_outcome({"rows": rows}) == (
+    ran = {"rows": rows, "peak_bandwidth_gbps": 4250.0}
+    assert mb.microbench_outcome(ran) == (
         "microbenchmarks: 1 of 3 kernels timed alone; 1 failed, the first: FileNotFoundError: gone")
-    assert mb.microbench_outcome({"rows": rows[:1]}) == "microbenchmarks: 1 of 1 kernels timed alone"
+    assert mb.microbench_outcome({**ran, "rows": rows[:1]}) == "microbenchmarks: 1 of 1 kernels timed alone"
+    whole = {"rows": [{"standalone_ms": None}] * 2, "error": "microbenchmarks failed: RuntimeError: x"}
+    assert mb.microbench_failures(whole) == ["microbenchmarks failed: RuntimeError: x"] * 2
+    assert mb.microbench_failures({"rows": rows[:1]}) is None  # the phase did not run

@@ -129,15 +129,23 @@ def args_bytes(source: str) -> int | None:
     return sum(sizes) + written
 
 
+def microbench_failures(table: dict) -> list[str] | None:
+    """Why each selected kernel of a job's kernel table failed its microbenchmark (the
+    rows the budget left out are no failure); None where no microbenchmark ran (a CPU job,
+    measure.microbench off)."""
+    rows = table.get("rows") or []
+    if table.get("error"):  # the whole phase failed: every kernel not timed
+        return [table["error"]] * sum(r.get("standalone_ms") is None for r in rows)
+    if "peak_bandwidth_gbps" not in table:
+        return None
+    return [r["error"] for r in rows if r.get("error") and not str(r["error"]).startswith("not measured")]
+
+
 def microbench_outcome(table: dict) -> str:
     """One log line: how many kernels were timed alone, and why the others were not (a job
     whose every benchmark failed still ends ok: the breakdown stands without them)."""
     rows = table["rows"]
     timed = sum(r.get("standalone_ms") is not None for r in rows)
-    failed = [r["error"] for r in rows if r.get("error") and not r["error"].startswith("not measured")]
+    failed = microbench_failures(table) or []
     line = f"microbenchmarks: {timed} of {len(rows)} kernels timed alone"
-    if table.get("error"):
-        line += f"; {table['error']}"
-    if failed:
-        line += f"; {len(failed)} failed, the first: {failed[0]}"
-    return line
+    return line + (f"; {len(failed)} failed, the first: {failed[0]}" if failed else "")

@@ -104,6 +104,19 @@ def busy_nvml_notes(jobs) -> list[str]:
         "(docs/method.md)")
 
 
+def microbench_failed_notes(jobs) -> list[str]:
+    """A note naming the jobs some of whose selected kernels failed their microbenchmark: on
+    an H200 every kernel of four warm jobs once failed so, and the jobs ended ok."""
+    def describe(r) -> str:
+        return f"{r['microbench_failed']:.0f} of {r['microbench_kernels']:.0f} kernels; the first: {r['microbench_error']}"
+
+    return _note_naming(
+        jobs, "microbench_failed", 1, describe,
+        "microbenchmarks failed for some of these jobs' kernels: {named}. The breakdown stands "
+        "without them; tables/microbench.csv's error column says why for each kernel")
+
+
 def all_notes(jobs) -> list[str]:
     """Every note about the sweep's jobs, in the order the report shows them."""
-    return busy_nvml_notes(jobs) + busy_host_notes(jobs) + unsteady_timing_notes(jobs) + launch_speed_notes(jobs)
+    return (busy_nvml_notes(jobs) + busy_host_notes(jobs) + unsteady_timing_notes(jobs) + launch_speed_notes(jobs)
+            + microbench_failed_notes(jobs))

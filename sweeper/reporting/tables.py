@@ -15,6 +15,7 @@ import pandas as pd
 
 from sweeper.analysis.breakdown import nvml_expected_pct
 from sweeper.analysis.categories import CATEGORIES
+from sweeper.analysis.kernels import microbench_failures
 from sweeper.analysis.regression import source_hash, step_noise_pct
 from sweeper.record import Record, compiled_warm
 from sweeper.command_line import flatten
@@ -59,6 +60,9 @@ JOB_COLUMNS: dict[str, str] = {
     "steady_step_ms": "the compiled step's mean over the steady loop (measure.steady_loop_s seconds back to back), ms",
     "step_noise_pct": "the compared step time's noise in this run: half the interquartile range of the steady loop's stretches, % of its mean (older records: of the timed steps, or their gap to the loop) (sweeper/analysis/regression.py)",
     "timing_iqr_pct": "largest interquartile range of the job's timed rounds (step, modules), % of their median",
+    "microbench_kernels": "Triton kernels selected for microbenchmarks (sweeper/analysis/kernels.select_kernels); none: no microbenchmarks ran",
+    "microbench_failed": "selected Triton kernels whose microbenchmark failed (tables/microbench.csv's `error` says why; those the budget left out are not counted); none: no microbenchmarks ran (a CPU job, measure.microbench off)",
+    "microbench_error": "the first such failure",
     "launch_us": "the host's launch speed while the job measured: median microseconds per launch of a tiny op (tasks/timing.launch_probe_us)",
     "gpu": "GPU name (none on a CPU)",
     "torch": "torch version",
@@ -146,6 +150,15 @@ def state_of(row) -> str:
     return "seeded" if seeded(row.get("autotune_seeded")) else "cold"
 
 
+def _microbench_failed(rec: dict) -> dict:
+    """JOB_COLUMNS["microbench_kernels"], ["microbench_failed"] and ["microbench_error"], from a record."""
+    failed = microbench_failures(rec.get("kernel_table") or {})
+    selected = len((rec.get("kernel_table") or {}).get("rows") or [])
+    return {"microbench_kernels": None if failed is None else selected,
+            "microbench_failed": None if failed is None else len(failed),
+            "microbench_error": failed[0] if failed else None}
+
+
 def job_label(cfg: dict) -> str:
     """'mixnet_l b128 train fp16' plus the variant: the name figures use for a job. A job
     that never started has its batch size unresolved (the model's default, resolved where
@@ -229,6 +242,7 @@ def jobs_table(records: list[Record]) -> pd.DataFrame:
             "compile_s_before": compile_s_before(rec.get("timings") or {}),
             "compile_bytes": ((rec.get("timings") or {}).get("compile_store") or {}).get("job_bytes"),
             "step_noise_pct": step_noise_pct(rec.get("timings") or {}),
+            **_microbench_failed(rec),
             "gpu": env.get("gpu"),
             "torch": env.get("torch"),
             "duration_s": job.get("duration_s"),
