@@ -205,8 +205,8 @@ def kernel_files(modules) -> dict[str, str]:
     again, where Inductor would write it in this process's cache, from the source the
     wrapper module carries inline: a compile loaded from the compile store names the cache
     of the run that compiled it, gone with that run's scratch folder (on an H200 every
-    microbenchmark of such a warm job failed so, bench/results/headline/README.md), and a
-    kernel whose template choice came from the autotune store can lack its file too."""
+    microbenchmark of such a warm job failed so, bench/results/headline/README.md). Where
+    that fails the path stays as named, and the kernel's row says why it was not timed."""
     from sweeper.analysis.module_source import kernel_sources
     from tasks.inductor_internals import write_kernel_file
 
@@ -215,9 +215,11 @@ def kernel_files(modules) -> dict[str, str]:
         inline = None  # parsed only for a module with a kernel file missing
         for name, file in kernels.items():
             if file and not Path(file).is_file():
-                if inline is None:
-                    inline = kernel_sources(Path(path).read_text())
-                file = write_kernel_file(inline[name]) if name in inline else file
+                try:
+                    inline = kernel_sources(Path(path).read_text()) if inline is None else inline
+                    file = write_kernel_file(inline[name]) if name in inline else file
+                except (OSError, SyntaxError, ValueError):  # the breakdown never fails for a benchmark's file
+                    inline = inline or {}
             if file:
                 out[name] = file
     return out

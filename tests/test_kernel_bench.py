@@ -144,3 +144,17 @@ def test_the_microbench_line_says_what_failed():
     whole = {"rows": [{"standalone_ms": None}] * 2, "error": "microbenchmarks failed: RuntimeError: x"}
     assert mb.microbench_failures(whole) == ["microbenchmarks failed: RuntimeError: x"] * 2
     assert mb.microbench_failures({"rows": rows[:1]}) is None  # the phase did not run
+
+
+def test_a_kernel_file_that_cannot_be_written_again_keeps_its_path(tmp_path):
+    """A module that cannot be read back as Python (here cut short) leaves the named path,
+    so the kernel's row says FileNotFoundError when it is timed; the breakdown goes on."""
+    from types import SimpleNamespace
+
+    from tasks.kernel_bench import kernel_files
+
+    source = read_text(H200 / "resnet18_forward_0.py.gz")
+    name, path = next((n, p) for n, p in kernel_definitions(source).items() if n.startswith("triton_"))
+    cut = tmp_path / "forward_0.py"
+    cut.write_text(source[: source.index(f"{name} = async_compile.triton(") + 200])
+    assert kernel_files([SimpleNamespace(path=str(cut))]) == {name: path}
