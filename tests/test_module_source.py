@@ -81,3 +81,10 @@ def test_captured_inputs_keep_the_address_alignment_of_views():
     assert any(buf[:, s:s + 40].data_ptr() % 32 for s in (40, 80))
     empty = copy_input(torch.empty(0, 3))
     assert empty.shape == (0, 3)
+
+
+def test_kernel_sources_are_the_wrappers_inline_triton_kernels(h200):
+    source = read_text(h200 / "resnet18_forward_0.py.gz")
+    inline = ms.kernel_sources(source)
+    assert set(inline) == {n for n in ms.kernel_definitions(source) if n.startswith("triton_")}
+    assert all(f"def {name}(" in text and "@triton.jit" in text for name, text in inline.items())

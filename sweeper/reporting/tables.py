@@ -152,9 +152,9 @@ def state_of(row) -> str:
 
 def _microbench_failed(rec: dict) -> dict:
     """JOB_COLUMNS["microbench_kernels"], ["microbench_failed"] and ["microbench_error"], from a record."""
-    failed = microbench_failures(rec.get("kernel_table") or {})
-    selected = len((rec.get("kernel_table") or {}).get("rows") or [])
-    return {"microbench_kernels": None if failed is None else selected,
+    table = rec.get("kernel_table") or {}
+    failed = microbench_failures(table)
+    return {"microbench_kernels": None if failed is None else len(table.get("rows") or []),
             "microbench_failed": None if failed is None else len(failed),
             "microbench_error": failed[0] if failed else None}
 
