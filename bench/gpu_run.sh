@@ -53,6 +53,18 @@
 #   store_rerun  the same, for a smaller grid whose jobs share shapes (resnet18 batch 32
 #          inference, autotune on,off x CUDA graphs off,on): the store's round trip, the
 #          order, the second run seeded; results: bench/results/autotune_store/.
+#   packing  one GPU kept busy (hydra.launcher.jobs_per_gpu): the store export $IMPORT
+#          (default tests/fixtures/h200/headline_store.tgz) imported, then the mission's
+#          command packed (auto) into $S/packed_run2 (the store-imported second run of a
+#          fresh machine), one job a GPU (jobs_per_gpu=1) into $S/serial_night (every
+#          compile from the compile store the packed run filled) and packed into
+#          $S/packed_night; each after its dry run, with nvidia-smi's utilization at 1 s
+#          ($S/smi_<run>.csv); then `history compare --kernels` of each packed run against
+#          the serial one and bench/gpu_idle.py; GRID=1 adds a cold grid with max-autotune
+#          (resnet18 b32 inference, autotune on,off x CUDA graphs off,on; a store of each
+#          run's own, no compile store) one job a GPU, then packed, and bench/store_diff.py
+#          of their stores; stopped UNTIL_S seconds after the start if given; results:
+#          bench/results/packing/.
 # A run longer than one sitting can go to the background:
 #     S=/tmp/gpu setsid bash bench/gpu_run.sh busy > /tmp/gpu.log 2>&1 &
 set -u
@@ -312,10 +324,53 @@ headline_again() {
 
 store_rerun() { twice model=resnet18 mode=inference batch_size=32 autotune=on,off cudagraphs=off,on; }
 
+# One sweep with nvidia-smi's utilization read every second while it runs, after its dry
+# run: smi_run NAME END OVERRIDES... (the command is python3 -m sweeper OVERRIDES; END as
+# run_until's); its folder is $S/NAME.
+smi_run() {
+  local name=$1 end=$2; shift 2
+  [ "$end" -gt 0 ] && [ "$(date +%s)" -ge "$end" ] && { log "$name not started: past the deadline"; return; }
+  python3 -m sweeper "$@" hydra.sweep.dir="$S/$name" dry_run=true > "$S/${name}_dry_run.log" 2>&1
+  nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader,nounits -l 1 \
+    > "$S/smi_$name.csv" 2>&1 &
+  local smi=$!
+  run_until "$end" "$S/$name.log" python3 -m sweeper "$@" hydra.sweep.dir="$S/$name"
+  kill "$smi" 2>/dev/null
+  drop_traces "$S/$name"
+  bundle
+}
+
+packing() {
+  local end=0 grid=(model=resnet18 mode=inference batch_size=32 autotune=on,off cudagraphs=off,on compile_store=off)
+  [ -n "${UNTIL_S:-}" ] && end=$(( $(date +%s) + UNTIL_S ))
+  store_import "${IMPORT:-tests/fixtures/h200/headline_store.tgz}"
+  smi_run packed_run2 "$end" model=mixnet_l,densenet121 autotune=on,off
+  smi_run serial_night "$end" model=mixnet_l,densenet121 autotune=on,off hydra.launcher.jobs_per_gpu=1
+  smi_run packed_night "$end" model=mixnet_l,densenet121 autotune=on,off
+  for run in packed_run2 packed_night; do
+    [ -f "$S/$run/summary.json" ] && [ -f "$S/serial_night/summary.json" ] || continue
+    python3 -m sweeper.history compare "$S/$run" "$S/serial_night" --kernels --out "$S/compare_$run" \
+      > "$S/compare_$run.md" 2>&1
+    log "compare $run rc=$?"
+  done
+  if [ "${GRID:-0}" = 1 ]; then
+    smi_run grid_serial "$end" "${grid[@]}" autotune_store="$S/store_serial" hydra.launcher.jobs_per_gpu=1
+    smi_run grid_packed "$end" "${grid[@]}" autotune_store="$S/store_packed"
+    for run in serial packed; do
+      SWEEPER_AUTOTUNE_STORE="$S/store_$run" python3 -m sweeper.store export "$S/store_$run.tgz" > /dev/null 2>&1
+    done
+    python3 bench/store_diff.py "$S/store_serial.tgz" "$S/store_packed.tgz" > "$S/grid_store_diff.md" 2>&1
+    log "grid store diff rc=$?"
+  fi
+  python3 bench/gpu_idle.py "$S"/smi_*.csv > "$S/gpu_idle.md" 2>&1
+  log "gpu_idle rc=$?"
+  bundle
+}
+
 machine_info
 log "start ${1:-}"
 case "${1:-}" in
-  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|builds) "$1" ;;
-  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|builds" >&2; exit 2 ;;
+  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|builds|packing) "$1" ;;
+  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|builds|packing" >&2; exit 2 ;;
 esac
 log ALLDONE

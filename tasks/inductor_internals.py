@@ -315,6 +315,54 @@ def benchmark_gpu(fn: Callable[[], object]) -> float:
     return benchmarker.benchmark_gpu(fn)
 
 
+# Inductor's benchmarking entry points that time on a device: every kernel, template choice
+# and fusion it benchmarks while compiling goes through one of these (runtime/benchmarking.py,
+# torch 2.11 and 2.14: Benchmarker and its subclasses).
+_BENCHMARK_METHODS = ("benchmark", "benchmark_gpu", "benchmark_cpu", "benchmark_gpu_with_cuda_graph")
+
+
+def lease_benchmarks(hold: Callable[[], object], subprocess: bool = True) -> list[str]:
+    """Make every benchmark Inductor runs while compiling hold the GPU's lease
+    (tasks/gpu_lease.py): its in-process benchmarker (template choices, a Triton kernel's
+    configs at its first launch, coordinate descent, fusions decided by benchmarking), and,
+    with `subprocess`, the wait for a choice benchmarked in its autotune subprocess
+    (TuningProcessPool.target), which holds the lease for the subprocess. `hold()` returns a
+    context manager; the names wrapped come back (tests/test_gpu_lease.py). torch 2.14 also
+    offers set_gpu_benchmark_lock_context, for its do_bench_using_profiling: set too."""
+    from torch._inductor.runtime import benchmarking
+
+    wrapped = []
+    classes = [c for c in vars(benchmarking).values() if isinstance(c, type) and issubclass(c, benchmarking.Benchmarker)]
+    for cls in classes:
+        for name in _BENCHMARK_METHODS:
+            if name in cls.__dict__ and not getattr(cls.__dict__[name], "_sweeper_leased", False):
+                setattr(cls, name, _leased(cls.__dict__[name], hold))
+                wrapped.append(f"{cls.__name__}.{name}")
+    if subprocess:
+        try:
+            from torch._inductor.autotune_process import TuningProcessPool
+        except ImportError:
+            TuningProcessPool = None
+        if TuningProcessPool is not None and hasattr(TuningProcessPool, "target") \
+                and not getattr(TuningProcessPool.target, "_sweeper_leased", False):
+            TuningProcessPool.target = _leased(TuningProcessPool.target, hold)
+            wrapped.append("TuningProcessPool.target")
+    if hasattr(benchmarking, "set_gpu_benchmark_lock_context"):
+        benchmarking.set_gpu_benchmark_lock_context(hold)
+        wrapped.append("set_gpu_benchmark_lock_context")
+    return wrapped
+
+
+def _leased(fn: Callable, hold: Callable[[], object]) -> Callable:
+    @functools.wraps(fn)
+    def leased(*args, **kwargs):
+        with hold():
+            return fn(*args, **kwargs)
+
+    leased._sweeper_leased = True
+    return leased
+
+
 def raw_stream(device_index: int):
     """The current CUDA stream as the raw handle Triton launchers take (GPU only)."""
     from torch._C import _cuda_getCurrentRawStream

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable, NamedTuple
 
 from sweeper.record import cache_env, new_record, write_record
-from tasks import phases, phases_profile
+from tasks import gpu_lease, phases, phases_profile
 from tasks.gc_watch import GcWatch
 from tasks.host_load import HostLoad
 from tasks.phases import JobContext, Skip, failure_reason, heartbeat_line, say
@@ -29,14 +29,17 @@ class Phase(NamedTuple):
     name: str
     run: Callable[[JobContext], None]
     when: Callable[[JobContext], bool] = lambda ctx: True
+    timed: bool = True  # times the GPU: runs holding the GPU's lease (tasks/gpu_lease.py)
 
 
-# The chain, in order. The record's `phase` names the one a failed job stopped in.
+# The chain, in order. The record's `phase` names the one a failed job stopped in. The
+# compile holds the lease only for the benchmarks Inductor runs (phases.setup hooks them):
+# the rest of it is CPU work, which jobs sharing a GPU do side by side.
 PHASES = (
-    Phase("setup", phases.setup),
-    Phase("build", phases.build),
+    Phase("setup", phases.setup, timed=False),
+    Phase("build", phases.build, timed=False),
     Phase("eager", phases.eager, lambda ctx: ctx.measure["eager"]),
-    Phase("compile", phases.compile_step),
+    Phase("compile", phases.compile_step, timed=False),
     Phase("warmup", phases.warmup),
     Phase("timing", phases.timing),
     Phase("steady_loop", phases.steady, lambda ctx: ctx.measure["steady_loop_s"] > 0),
@@ -71,8 +74,8 @@ class PhaseClock:
     every minute after (SWEEPER_HEARTBEAT_S sets the first interval), so that no phase of
     more than ten seconds looks hung (a compile says how many choices it autotuned)."""
 
-    def __init__(self, record: dict, gc_watch: GcWatch, host: HostLoad) -> None:
-        self.record, self.gc_watch, self.host = record, gc_watch, host
+    def __init__(self, record: dict, gc_watch: GcWatch, host: HostLoad, lease=None) -> None:
+        self.record, self.gc_watch, self.host, self.lease = record, gc_watch, host, lease
         self.started = time.time()
         host.enter(record["phase"])
         self._lock, self._stop = threading.Lock(), threading.Event()
@@ -99,7 +102,9 @@ class PhaseClock:
             if phase != seen:
                 seen, next_at = phase, first
             if took >= next_at:
-                say(heartbeat_line(phase, took, self.record["timings"].get("autotune_store")))
+                waiting = self.lease.waiting_line() if self.lease is not None else None
+                line = heartbeat_line(phase, took, self.record["timings"].get("autotune_store"))
+                say(f"{line}; {waiting}" if waiting else line)
                 next_at += first if next_at < 60 else 60.0
 
 
@@ -110,18 +115,23 @@ def run(spec: dict, job_dir: Path) -> dict:
     record["job"]["started_at"] = _now()
     if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):  # set by prepare_process(): the job's caches
         record["artifacts"]["cache"] = str(Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]).parent)
+    lease = gpu_lease.from_spec(spec.get("gpu_lease"), spec.get("job_id", "?"))
     gc_watch, host = GcWatch().install(), HostLoad()
-    clock = PhaseClock(record, gc_watch, host)
+    clock = PhaseClock(record, gc_watch, host, lease)
     ctx = JobContext(cfg, job_dir, record, autotune_seed=spec.get("autotune_seed"),
                      compile_seed=spec.get("compile_seed"), earlier_attempts=spec.get("earlier_attempts"),
-                     autotune_gpus=int(spec.get("autotune_gpus") or 1))
+                     autotune_gpus=int(spec.get("autotune_gpus") or 1), lease=lease)
     try:
         for phase in PHASES:
             if phase.when(ctx):
                 if ctx.checkpoint is not None:  # what the phase before tuned, kept before the next
                     ctx.checkpoint.phase_entered(phase.name)
                 clock.enter(phase.name)
+                if lease is not None:
+                    _take_lease(lease, phase)
                 phase.run(ctx)
+        if lease is not None:
+            lease.end()
         clock.enter("done")
         record["status"] = "ok"
     except Skip as e:
@@ -132,6 +142,9 @@ def run(spec: dict, job_dir: Path) -> dict:
         traceback.print_exc()
         say(f"failed in phase {record['phase']}: {record['reason']}")
     finally:
+        if lease is not None:
+            lease.end()
+            record["timings"]["gpu_lease"] = lease.report()
         clock.stop()
         if ctx.checkpoint is not None:
             _keep_partial_entries(ctx)
@@ -143,6 +156,17 @@ def run(spec: dict, job_dir: Path) -> dict:
         record["job"]["finished_at"] = _now()
         record["job"]["duration_s"] = round(time.time() - started, 3)
     return record
+
+
+def _take_lease(lease, phase: Phase) -> None:
+    """The GPU's lease for a timed phase (kept from the timed phase before), given back for
+    one that times nothing; a wait of a second or more is said, with whom it waited for."""
+    holder = lease.holder() if phase.timed else ""
+    t0 = time.time()
+    lease.for_phase(phase.name, phase.timed)
+    waited = time.time() - t0
+    if waited >= 1.0:
+        say(f"GPU lease taken for {phase.name} after waiting {waited:.1f} s (it was held by {holder})")
 
 
 def _keep_partial_entries(ctx: JobContext) -> None:

@@ -71,6 +71,7 @@ class JobContext:
     earlier_attempts: list | None = None  # what stopped runs of this job gave the store, oldest first (the launcher's)
     checkpoint: object = None  # tasks.autotune_checkpoint.AutotuneCheckpoint while an autotune=on job compiles
     autotune_gpus: int = 1  # GPUs the launcher gave the job: the spare ones are for its autotune benchmarking
+    lease: object = None  # tasks.gpu_lease.GpuLease: held for whatever the job times on its GPU
 
     @property
     def measure(self) -> dict:
@@ -125,6 +126,9 @@ def setup(ctx: JobContext) -> None:
         raise Skip("cudagraphs=on needs a CUDA device; this job runs on the CPU")
     check_model_name(cfg["model"])
     _set_inductor_options(ctx)
+    if ctx.lease is not None:  # Inductor's own benchmarks, while compiling, time under the lease too
+        ctx.record["config"]["leased_benchmarks"] = inductor.lease_benchmarks(
+            ctx.lease.benchmark_hold, subprocess=ctx.autotune_gpus <= 1)
     ctx.amp_dtype = amp_dtype = resolve_amp_dtype(cfg["amp"], cfg["amp_dtype"], device)
     mode = compile_mode(cfg["autotune"], cfg["cudagraphs"])
     ctx.record["config"].update(
@@ -391,6 +395,12 @@ def _inject_fault(fault: str | None, ctx: JobContext) -> None:
 
         inductor.on_template_autotuned(stall)
         return
+    if fault == "oom_when_packed":  # out of GPU memory while sharing the GPU, fine alone (the launcher re-runs it)
+        if ctx.lease is not None and ctx.lease.jobs_per_gpu > 1:
+            import torch
+
+            raise torch.OutOfMemoryError("CUDA out of memory (debug_fault=oom_when_packed)")
+        return
     if fault == "crash":
         import signal
 
@@ -400,4 +410,4 @@ def _inject_fault(fault: str | None, ctx: JobContext) -> None:
     elif fault == "raise":
         raise RuntimeError("injected fault (debug_fault=raise)")
     else:
-        raise ValueError(f"debug_fault={fault!r}: use crash, hang or raise")
+        raise ValueError(f"debug_fault={fault!r}: use crash, hang, raise, stall_mid_compile or oom_when_packed")

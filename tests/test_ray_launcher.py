@@ -478,5 +478,5 @@ def test_bad_compile_threads_value_stops_before_any_job(tmp_path):
                            f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2
-    assert "hydra.launcher.compile_threads=half: one of all, share" in proc.stderr
+    assert "hydra.launcher.compile_threads=half: one of auto, all, share" in proc.stderr
     assert not (tmp_path / "sweep").exists() or not [p for p in (tmp_path / "sweep").iterdir() if p.is_dir()]

@@ -26,12 +26,16 @@ class RayLauncherConf:
     scratch_dir: str = "/tmp/sweeper-scratch"
     # Skip jobs whose result.json in the sweep folder says ok (same overrides).
     resume: bool = True
+    # Jobs one GPU runs at once (sweeper/sweep/packing.py): each times its GPU under the GPU's
+    # lease, one job at a time, and compiles beside the others. "auto": as many as the GPU's
+    # memory and the node's cores allow (at most 4, and no more than the sweep's jobs need);
+    # 1: one job a GPU, for its whole run.
+    jobs_per_gpu: str = "auto"
     # Inductor compile worker processes per job (TORCHINDUCTOR_COMPILE_THREADS, unless set):
-    # "all" leaves Inductor's default (every core, at most 32) to every job; "share" gives
-    # each GPU job its node's cores divided by the node's GPUs, so that jobs compiling at
-    # once on one node do not start two full pools. Which is faster is measured by
-    # bench/gpu_scaling.py (not yet on a GPU).
-    compile_threads: str = "all"
+    # "auto" is "all" for a job alone on its GPU and shares the node's cores out between the
+    # jobs of a packed GPU; "all" leaves Inductor's default (every core, at most 32) to every
+    # job; "share" gives each GPU job its node's cores divided by the jobs running at once.
+    compile_threads: str = "auto"
     # When a sweep has more GPUs than jobs left, an autotune=on job takes a share of the GPUs
     # no job will need, for Inductor's multi-GPU autotune benchmarking (sweeper/sweep/spare_gpus.py);
     # only where one node holds the GPUs.

@@ -27,6 +27,7 @@ resume; progress; summary); Ray's own mechanics in _ray.py.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -38,8 +39,10 @@ from hydra_plugins.sweeper_ray._config import cluster_address, with_defaults
 from hydra_plugins.sweeper_ray._machine import cpu_only, local_gpu_name, local_gpus, local_slots, nvml_gpus
 from hydra_plugins.sweeper_ray._ray import (collect, init_ray, job_resources, record_without_worker, run_in_worker,
                                              salvage, scratch_key)
+from sweeper.record import write_record
+from sweeper.sweep import packing, pythons, stores
 from sweeper.sweep import summary as sm
-from sweeper.sweep import stores, pythons
+from sweeper.sweep.machine import nvml_memory_gib
 from sweeper.sweep.control import (Job, check_jobs, confirm, discard_unused_sweep_dir, dry_run, earlier_record,
                                    keep_earlier_log, lock_sweep, make_jobs, reusable, save_hydra_files,
                                    sigterm_as_interrupt)
@@ -60,6 +63,7 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
     try:
         jobs = _checked_jobs(launcher, conf, job_overrides, initial_job_idx)
         if dry_run(jobs, sweep_dir, gpus=None if cluster_address(conf) else (nvml_gpus()[0] or 0)):
+            print(packing_line(conf, jobs))
             print(expected_time(conf, jobs, sweep_dir, slots=local_slots(jobs))[0])
             return []
         stop_on_problem(check_output_dir, sweep_dir)
@@ -128,6 +132,8 @@ class RaySweep:
         self.gpu_slots: int | None = None
         self.gpus_of: dict[int, int] = {}  # job -> GPUs it holds, where spare ones are lent
         self.lend = False
+        self.jobs_per_gpu, self.packing = 1, ""
+        self.alone: dict[int, str] = {}  # job -> why it runs again alone on its GPU
         self.scratch_root = Path(conf["scratch_dir"]) / scratch_key(sweep_dir)  # on each node
 
     def run(self) -> None:
@@ -172,13 +178,15 @@ class RaySweep:
         conf = self.conf
         log.info(init_ray(conf))
         sigterm_as_interrupt()  # after ray.init, which sets a handler of its own
-        res = job_resources(conf)
         total = ray.cluster_resources()
         check_jobs(to_run, gpus_available=total.get("GPU", 0))
+        self.jobs_per_gpu, self.packing = packing_of(conf, ray.nodes(), len(to_run), cpu_only(to_run))
+        res = job_resources(conf, self.jobs_per_gpu)
         self.slots = max(1, int(min(total.get("GPU", 0) / res["num_gpus"] if res["num_gpus"] else 1e9,
-                                    total.get("CPU", 1) / res["num_cpus"] if res["num_cpus"] else 1e9)))
+                                    total.get("CPU", 1) / res["num_cpus"] if res["num_cpus"] else 1e9) + 1e-9))
         log.info(f"Launching {len(to_run)} jobs on Ray ({len(self.jobs) - len(to_run)} kept from an earlier run), "
-                 f"{res['num_gpus']} GPU and {res['num_cpus']} CPU each, up to {self.slots} at a time")
+                 f"{res['num_gpus']:g} GPU and {res['num_cpus']:g} CPU each, up to {self.slots} at a time"
+                 + (f"; {self.packing}" if self.packing else ""))
         envs = pythons.assign_interpreters([j.spec for j in to_run])
         if envs and cluster_address(conf):  # checked where the jobs will run
             need_triton = bool(total.get("GPU")) and not cpu_only(to_run)
@@ -211,7 +219,10 @@ class RaySweep:
             if job is None:  # the rest wait for their group's first autotune=on job
                 return
             save_hydra_files(job)
-            spec, remote = stores.with_seed(job.spec), self.remote
+            spec, remote, per_gpu = stores.with_seed(job.spec), self.remote, self.jobs_per_gpu
+            if job.num in self.alone:  # ran out of GPU memory beside others: the whole GPU this time
+                remote, per_gpu = self.remote_fn.options(**{**self.options, "num_gpus": 1}), 1
+                self.gpus_of[job.num] = self.jobs_per_gpu
             if self.lend:
                 gpus = int(gpus_for(bool(job.spec["config"]["autotune"]), self.free_gpus(), len(self.queue),
                                     1 + sum(1 for j in self.queue if j.spec["config"]["autotune"])))
@@ -220,10 +231,11 @@ class RaySweep:
                                                                                               "num_gpus": gpus})
                 self.gpus_of[job.num] = gpus
             log.info(f"\t#{job.num} : {job.name}" + (f" (with {gpus - 1} spare GPUs for its autotuning)"
-                                                     if self.gpus_of.get(job.num, 1) > 1 else ""))
+                                                     if self.lend and self.gpus_of.get(job.num, 1) > 1 else "")
+                     + (" (alone on its GPU: it ran out of GPU memory beside others)" if job.num in self.alone else ""))
             timeout = job.spec["config"]["timeout_s"] or None
             ref = remote.remote(spec, str(self.scratch_root / job.job_dir.name), timeout,
-                                str(self.conf["compile_threads"]))
+                                str(self.conf["compile_threads"]), per_gpu)
             self.pending[ref] = job
             self.submitted_at[job.num] = time.time()
 
@@ -238,6 +250,12 @@ class RaySweep:
                 took = time.time() - self.submitted_at[job.num]
                 record = collect(ref, job, took, self.scratch_root / job.job_dir.name)
                 record = stores.bring_back(job.spec, job.job_dir, record)
+                if self.rerun_alone(job, record):
+                    self.fill()
+                    continue
+                if job.num in self.alone:
+                    record["job"]["rerun_alone"] = self.alone[job.num]
+                    write_record(job.job_dir, record)
                 self.finished(job, record)
                 self.queue.done(job)
                 self.fill()
@@ -245,6 +263,19 @@ class RaySweep:
                 self.write_summary()
             progress.show(min(len(self.pending), self.slots), self.slots)
         progress.show(0, self.slots)
+
+    def rerun_alone(self, job: Job, record: dict) -> bool:
+        """A job that ran out of GPU memory while it shared its GPU goes back to the front of
+        the queue, to run again with the GPU to itself (once); True if so."""
+        reason = str(record.get("reason") or "")
+        if (self.jobs_per_gpu <= 1 or job.num in self.alone or record.get("status") != "failed"
+                or not reason.startswith("out of GPU memory")):
+            return False
+        self.alone[job.num] = f"ran out of GPU memory beside other jobs, then ran alone: {reason[:200]}"
+        keep_earlier_log(job)  # job.attempt<N>.log: the run that ran out
+        log.info(f"#{job.num} ran out of GPU memory beside other jobs: it runs again alone on its GPU")
+        self.queue.put_back(job)
+        return True
 
     def finished(self, job: Job, record: dict) -> None:
         self.records[job.num] = record
@@ -293,6 +324,42 @@ def expected_time(conf: dict, jobs: list[Job], sweep_dir: Path, slots: int) -> t
 
 
 def check_launcher(conf: dict) -> None:
-    value = with_defaults(conf)["compile_threads"]
-    if value not in ("all", "share"):
-        raise SweepConfigError(f"hydra.launcher.compile_threads={value}: one of all, share; no job was run")
+    conf = with_defaults(conf)
+    value = conf["compile_threads"]
+    if value not in ("auto", "all", "share"):
+        raise SweepConfigError(f"hydra.launcher.compile_threads={value}: one of auto, all, share; no job was run")
+    try:
+        packing.parse_jobs_per_gpu(conf["jobs_per_gpu"])
+    except packing.PackingError as e:
+        raise SweepConfigError(f"{e}; no job was run") from None
+
+
+def packing_of(conf: dict, nodes: list[dict], jobs: int, cpu_jobs: bool) -> tuple[int, str]:
+    """Jobs a GPU runs at once (sweeper/sweep/packing.py) on the Ray cluster of `nodes`, for a
+    sweep of `jobs` jobs left, and a line that says why: the smallest GPU node decides; the
+    GPU's memory is read by NVML for an embedded Ray (on a cluster, by cores alone); never
+    more than the jobs need to fill every GPU."""
+    gpu_nodes = [n["Resources"] for n in nodes if n.get("Alive") and n["Resources"].get("GPU", 0) >= 1]
+    if cpu_jobs or not gpu_nodes:
+        return 1, ""
+    node = min(gpu_nodes, key=lambda r: r.get("CPU", 1) / r["GPU"])
+    memory = None if cluster_address(conf) else nvml_memory_gib()
+    per_gpu, why = packing.jobs_per_gpu(conf["jobs_per_gpu"], memory, int(node.get("CPU", 1)), int(node["GPU"]))
+    gpus = sum(int(r["GPU"]) for r in gpu_nodes)
+    needed = max(1, -(-jobs // gpus))
+    if per_gpu > needed and packing.parse_jobs_per_gpu(conf["jobs_per_gpu"]) is None:
+        per_gpu, why = needed, f"{why}; {jobs} job(s) on {gpus} GPU(s) need no more"
+    return per_gpu, (f"packing: up to {per_gpu} jobs a GPU ({why}); each times its GPU under the GPU's lease"
+                     if per_gpu > 1 else f"packing: one job a GPU ({why})")
+
+
+def packing_line(conf: dict, jobs: list[Job]) -> str:
+    """The dry run's word on packing, for this machine (an embedded Ray) or a cluster."""
+    conf = with_defaults(conf)
+    if cluster_address(conf):
+        return (f"packing: jobs_per_gpu={conf['jobs_per_gpu']}, decided on the cluster's nodes once joined "
+                "(auto: as many as their GPUs' cores allow, at most 4)")
+    gpus = nvml_gpus()[0] or 0
+    cpus = len(os.sched_getaffinity(0))
+    nodes = [{"Alive": True, "Resources": {"CPU": cpus, "GPU": gpus}}]
+    return packing_of(conf, nodes, len(jobs), cpu_only(jobs))[1] or "packing: none (CPU jobs run one at a time)"

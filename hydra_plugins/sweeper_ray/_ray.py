@@ -115,7 +115,10 @@ def _loopback_only() -> None:
         constants.ENABLE_RAY_CLUSTER = False
 
 
-def job_resources(conf: dict) -> dict:
+def job_resources(conf: dict, jobs_per_gpu: int = 1) -> dict:
+    """What each job asks Ray for: one GPU where the cluster has GPUs, a 1/jobs_per_gpu share
+    of one when GPUs are packed (Ray then runs that many jobs on the GPU at once and gives
+    each its id), or what the config says."""
     import ray
 
     gpus = ray.cluster_resources().get("GPU", 0)
@@ -123,7 +126,7 @@ def job_resources(conf: dict) -> dict:
     if conf["num_gpus_per_job"] is not None:
         want_gpus = conf["num_gpus_per_job"]
     else:
-        want_gpus = 1 if gpus else 0
+        want_gpus = (1 / jobs_per_gpu if jobs_per_gpu > 1 else 1) if gpus else 0
     if conf["num_cpus_per_job"] is not None:
         cpus = conf["num_cpus_per_job"]
     elif want_gpus:
@@ -137,26 +140,95 @@ def scratch_key(sweep_dir: Path) -> str:
     return f"{sweep_dir.name}-{hashlib.sha1(str(sweep_dir).encode()).hexdigest()[:8]}"
 
 
-def compile_threads_share() -> int:
-    """This node's cores divided by its GPUs (for a GPU job), capped at Inductor's own 32."""
+def node_gpus() -> int:
+    """The GPUs Ray declares on the node this runs on."""
+    import ray
+
+    node = ray.get_runtime_context().get_node_id()
+    return int(next((n["Resources"].get("GPU", 0) for n in ray.nodes() if n.get("NodeID") == node), 0))
+
+
+def compile_threads_share(jobs_per_gpu: int = 1) -> int:
+    """This node's cores divided by the jobs it runs at once (its GPUs times jobs_per_gpu,
+    for a GPU job), capped at Inductor's own 32."""
     import ray
 
     cpus = len(os.sched_getaffinity(0))
-    node = ray.get_runtime_context().get_node_id()
-    gpus = next((n["Resources"].get("GPU", 0) for n in ray.nodes() if n.get("NodeID") == node), 0)
-    per_job = cpus // int(gpus) if gpus >= 1 and ray.get_gpu_ids() else cpus
+    gpus = node_gpus()
+    per_job = cpus // (gpus * max(1, jobs_per_gpu)) if gpus >= 1 and ray.get_gpu_ids() else cpus
     return max(1, min(32, per_job))
 
 
+def cpu_siblings(cpus: list[int]) -> dict[int, tuple[int, ...]]:
+    """Each logical CPU's hyperthread siblings (its physical core), from sysfs; a CPU alone
+    where sysfs does not say."""
+    out = {}
+    for cpu in cpus:
+        try:
+            text = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list").read_text().strip()
+        except OSError:
+            out[cpu] = (cpu,)
+            continue
+        got: list[int] = []
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            got.extend(range(int(lo), int(hi or lo) + 1))
+        out[cpu] = tuple(got)
+    return out
+
+
+def gpu_lease(jobs_per_gpu: int) -> dict | None:
+    """The lease of the GPU Ray gave this job (tasks/gpu_lease.py): its key (the GPU's UUID
+    where NVML reads it, else its Ray id) and, when the GPU is packed, the cores the job
+    compiles on and those it adds while it holds the lease. None for a job without a GPU."""
+    import ray
+
+    from sweeper.sweep import packing
+    from sweeper.sweep.machine import nvml_uuid
+
+    ids = [str(g) for g in ray.get_gpu_ids()]
+    if not ids:
+        return None
+    lease = {"key": nvml_uuid(ids[0]) or f"gpu{ids[0]}", "jobs_per_gpu": jobs_per_gpu,
+             "cpus_shared": None, "cpus_leased": None}
+    if jobs_per_gpu > 1:
+        cpus = sorted(os.sched_getaffinity(0))
+        siblings, gpus = cpu_siblings(cpus), max(1, node_gpus())
+        index = int(ids[0]) if ids[0].isdigit() and int(ids[0]) < gpus else 0
+        shared = packing.shared_cpus(cpus, siblings, gpus)
+        lease["cpus_shared"] = shared
+        lease["cpus_leased"] = sorted(set(shared) | set(packing.launch_cpus(cpus, siblings, index)))
+    return lease
+
+
+def set_compile_threads(setting: str, lease: dict | None) -> None:
+    """TORCHINDUCTOR_COMPILE_THREADS for the job (an explicit one wins): see the launcher's
+    compile_threads setting (_config.py)."""
+    from sweeper.sweep import packing
+
+    if "TORCHINDUCTOR_COMPILE_THREADS" in os.environ:
+        return
+    per_gpu = int((lease or {}).get("jobs_per_gpu") or 1)
+    if setting == "auto" and lease and lease.get("cpus_shared") and per_gpu > 1:
+        threads = packing.compile_threads(len(lease["cpus_shared"]), max(1, node_gpus()), per_gpu)
+    elif setting == "share":
+        threads = compile_threads_share(per_gpu)
+    else:
+        return
+    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = str(threads)  # a fresh worker per job
+
+
 def run_in_worker(spec: dict, scratch_job_dir: str, timeout_s: float | None,
-                  compile_threads: str = "all") -> dict:
+                  compile_threads: str = "all", jobs_per_gpu: int = 1) -> dict:
     """Runs on a Ray worker: the job in a child process, then its folder as a bundle."""
     import socket
 
     from sweeper.sweep.job_process import progress_printer, run_job_process
 
-    if compile_threads == "share" and "TORCHINDUCTOR_COMPILE_THREADS" not in os.environ:
-        os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = str(compile_threads_share())  # a fresh worker per job
+    lease = gpu_lease(jobs_per_gpu)
+    if lease is not None:
+        spec = {**spec, "gpu_lease": lease}
+    set_compile_threads(compile_threads, lease)
 
     job_dir = Path(scratch_job_dir)
     if job_dir.exists():  # an earlier attempt: keep its compile cache, drop the rest

@@ -116,7 +116,29 @@ def microbench_failed_notes(jobs) -> list[str]:
         "without them; tables/microbench.csv's error column says why for each kernel")
 
 
+def packing_notes(jobs) -> list[str]:
+    """How the sweep was packed onto its GPUs: jobs a GPU, the waits for the GPU's lease,
+    the jobs run again alone (hydra.launcher.jobs_per_gpu; docs/running.md)."""
+    if "jobs_per_gpu" not in jobs or jobs["jobs_per_gpu"].dropna().empty:
+        return []
+    per_gpu = int(jobs["jobs_per_gpu"].max())
+    if per_gpu <= 1:
+        return []
+    shared = jobs["shared_gpu_with"].notna().sum()
+    waits = jobs["lease_wait_s"].fillna(0)
+    longest = jobs.loc[waits.idxmax()]
+    text = (f"packed: up to {per_gpu} jobs a GPU (hydra.launcher.jobs_per_gpu); {shared} of {len(jobs)} jobs "
+            f"shared their GPU with another. Each timed its GPU holding the GPU's lease, one job at a time: "
+            f"they waited {waits.sum():.0f} s for it in all (longest, #{int(longest['job'])}: "
+            f"{waits.max():.0f} s); jobs_per_gpu=1 runs them one a GPU")
+    alone = jobs[jobs["rerun_alone"].notna()]
+    if len(alone):
+        text += "; ran out of GPU memory beside others and ran again alone: " + ", ".join(
+            f"#{int(r['job'])}" for _, r in alone.iterrows())
+    return [text]
+
+
 def all_notes(jobs) -> list[str]:
     """Every note about the sweep's jobs, in the order the report shows them."""
-    return (busy_nvml_notes(jobs) + busy_host_notes(jobs) + unsteady_timing_notes(jobs) + launch_speed_notes(jobs)
-            + microbench_failed_notes(jobs))
+    return (packing_notes(jobs) + busy_nvml_notes(jobs) + busy_host_notes(jobs) + unsteady_timing_notes(jobs)
+            + launch_speed_notes(jobs) + microbench_failed_notes(jobs))

@@ -11,6 +11,8 @@ Parquet and CSV into <sweep>/tables/.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pandas as pd
 
 from sweeper.analysis.breakdown import nvml_expected_pct
@@ -63,6 +65,10 @@ JOB_COLUMNS: dict[str, str] = {
     "microbench_kernels": "Triton kernels selected for microbenchmarks (sweeper/analysis/kernels.select_kernels); none: no microbenchmarks ran",
     "microbench_failed": "selected Triton kernels whose microbenchmark failed (tables/microbench.csv's `error` says why; those the budget left out are not counted); none: no microbenchmarks ran (a CPU job, measure.microbench off)",
     "microbench_error": "the first such failure",
+    "jobs_per_gpu": "jobs the job's GPU took at once (hydra.launcher.jobs_per_gpu); none: no GPU lease (a CPU job, an older record)",
+    "lease_wait_s": "seconds the job waited for its GPU's lease, its timed phases and Inductor's benchmarks together (tasks/gpu_lease.py)",
+    "shared_gpu_with": "the jobs that ran on the same GPU at the same time as this one (space-separated numbers)",
+    "rerun_alone": "why the job ran again alone on its GPU (it ran out of GPU memory beside others); none: it did not",
     "launch_us": "the host's launch speed while the job measured: median microseconds per launch of a tiny op (tasks/timing.launch_probe_us)",
     "gpu": "GPU name (none on a CPU)",
     "torch": "torch version",
@@ -159,6 +165,34 @@ def _microbench_failed(rec: dict) -> dict:
             "microbench_error": failed[0] if failed else None}
 
 
+def _lease(rec: dict) -> dict:
+    """JOB_COLUMNS["jobs_per_gpu"] and ["lease_wait_s"], from a record's timings.gpu_lease."""
+    lease = (rec.get("timings") or {}).get("gpu_lease")
+    if not lease:
+        return {"jobs_per_gpu": None, "lease_wait_s": None}
+    waited = (lease.get("wait_s") or 0) + ((lease.get("benchmarks") or {}).get("wait_s") or 0)
+    return {"jobs_per_gpu": lease.get("jobs_per_gpu"), "lease_wait_s": round(waited, 3)}
+
+
+def shared_gpu(records: list[Record]) -> dict[int, str | None]:
+    """Job -> the other jobs that held the same GPU (its lease's key) while it ran, as
+    space-separated numbers (None: it ran alone there, or had no lease)."""
+    spans = {}
+    for rec in records:
+        job, lease = rec.get("job") or {}, (rec.get("timings") or {}).get("gpu_lease") or {}
+        try:
+            start, end = (datetime.fromisoformat(job[k]).timestamp() for k in ("started_at", "finished_at"))
+        except (KeyError, TypeError, ValueError):
+            continue
+        if lease.get("gpu"):
+            spans[job_num(rec)] = (f"{job.get('host')}/{lease['gpu']}", start, end)
+    out: dict[int, str | None] = {}
+    for num, (gpu, start, end) in spans.items():
+        others = sorted(o for o, (g, s, e) in spans.items() if o != num and g == gpu and s < end and start < e)
+        out[num] = " ".join(str(o) for o in others) or None
+    return out
+
+
 def job_label(cfg: dict) -> str:
     """'mixnet_l b128 train fp16' plus the variant: the name figures use for a job. A job
     that never started has its batch size unresolved (the model's default, resolved where
@@ -219,6 +253,7 @@ def unique_labels(records: list[Record]) -> dict[int, str]:
 def jobs_table(records: list[Record]) -> pd.DataFrame:
     rows = []
     names = unique_labels(records)
+    shared = shared_gpu(records)
     for rec in records:
         cfg, step = rec.get("config") or {}, rec.get("step") or {}
         env, job = rec.get("environment") or {}, rec.get("job") or {}
@@ -243,6 +278,9 @@ def jobs_table(records: list[Record]) -> pd.DataFrame:
             "compile_bytes": ((rec.get("timings") or {}).get("compile_store") or {}).get("job_bytes"),
             "step_noise_pct": step_noise_pct(rec.get("timings") or {}),
             **_microbench_failed(rec),
+            **_lease(rec),
+            "shared_gpu_with": shared.get(job_num(rec)),
+            "rerun_alone": job.get("rerun_alone"),
             "gpu": env.get("gpu"),
             "torch": env.get("torch"),
             "duration_s": job.get("duration_s"),

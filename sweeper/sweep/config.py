@@ -104,5 +104,6 @@ class JobConfig:
     confirm_above: int = 50  # a sweep of more jobs asks for confirmation (or yes=true) first
     yes: bool = False  # run a sweep larger than confirm_above without asking
     # For tests of failure handling only: crash (SIGSEGV), hang, or raise, in the job
-    # process right after setup; stall_mid_compile: hang once max-autotune has timed an op.
+    # process right after setup; stall_mid_compile: hang once max-autotune has timed an op;
+    # oom_when_packed: run out of GPU memory while sharing a GPU (not alone on it).
     debug_fault: Optional[str] = None

@@ -26,6 +26,45 @@ def nvml_gpus() -> tuple[int | None, str | None]:
         pynvml.nvmlShutdown()
 
 
+def nvml_memory_gib() -> float | None:
+    """The first GPU's memory in GiB, by NVML; None where NVML cannot say."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no pynvml, no driver: not known
+        return None
+    try:
+        if not pynvml.nvmlDeviceGetCount():
+            return None
+        return pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0)).total / 2**30
+    except pynvml.NVMLError:
+        return None
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def nvml_uuid(gpu_id: str) -> str | None:
+    """The UUID of the GPU a job was given (its index, or its UUID already), by NVML: the
+    GPU's name across processes and sweeps on a node (tasks/gpu_lease.py); None where NVML
+    cannot say."""
+    if gpu_id.startswith(("GPU-", "MIG-")):
+        return gpu_id
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001
+        return None
+    try:
+        uuid = pynvml.nvmlDeviceGetUUID(pynvml.nvmlDeviceGetHandleByIndex(int(gpu_id)))
+        return uuid.decode() if isinstance(uuid, bytes) else uuid
+    except (pynvml.NVMLError, ValueError):
+        return None
+    finally:
+        pynvml.nvmlShutdown()
+
+
 def resolved(config: dict, gpus: int | None) -> dict:
     """What a job of `config` runs with on a machine of `gpus` GPUs (None: not known here,
     e.g. on a cluster): its `device`, its `batch_size` and where each came from, and

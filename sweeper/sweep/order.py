@@ -85,6 +85,10 @@ class JobQueue(Generic[T]):
             self._left.remove(pick)
         return pick
 
+    def put_back(self, job: T) -> None:
+        """A started job to start again, first (run again alone after running out of GPU memory)."""
+        self._left.insert(0, job)
+
     def done(self, job: T) -> None:
         """A started job ended (ok or not): its group's other jobs, and the next build of
         its pair, may start."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sweeper.sweep.models import UnknownModelError, check_model_name
 
-FAULTS = (None, "crash", "hang", "raise", "stall_mid_compile")
+FAULTS = (None, "crash", "hang", "raise", "stall_mid_compile", "oom_when_packed")
 
 
 class SweepConfigError(ValueError):
@@ -70,7 +70,7 @@ def job_problems(cfg: dict) -> list[str]:
 
         problems.extend(inductor_options.problems(inductor_options.flatten(cfg["inductor"])))
     if cfg.get("debug_fault") not in FAULTS:
-        problems.append(f"debug_fault={cfg.get('debug_fault')}: one of crash, hang, raise, stall_mid_compile (tests only)")
+        problems.append(f"debug_fault={cfg.get('debug_fault')}: one of crash, hang, raise, stall_mid_compile, oom_when_packed (tests only)")
     return problems
 
 

@@ -1,0 +1,224 @@
+"""A GPU's lease: whatever a job times on its GPU, it times holding the lease, so that jobs
+packed onto one GPU (hydra.launcher.jobs_per_gpu, sweeper/sweep/packing.py) never time at
+once.
+
+The lease is an exclusive flock on a node-local file named after the GPU (its UUID), so:
+- one holder per GPU on the node, whatever sweep or process it belongs to;
+- a holder that dies (killed, crashed) frees it at once: the kernel drops the lock with the
+  last descriptor, so no stale lease outlives a job;
+- a waiting thread blocks in flock with the GIL released: the job's heartbeat goes on and
+  says whom it waits for (the holder writes a line beside the lock).
+
+Within one job the lease is re-entrant, for all its threads (a phase that holds it may call
+Inductor's benchmarks, which take it too, some from helper threads:
+inductor_internals.lease_benchmarks).
+
+While jobs share a GPU, the holder's launches must not wait behind another job's compile:
+every packed job runs on the node's shared cores, and the holder alone adds its GPU's
+launch cores while it holds the lease (packing.launch_cpus). A job alone on its GPU keeps
+every core, as before.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+LEASE_DIR = "/tmp/sweeper-gpu-lease"  # node-local, shared by every sweep on the node
+
+
+class GpuLease:
+    def __init__(self, key: str, lock_dir: str | Path, job_id: str, cpus_shared: list[int] | None = None,
+                 cpus_leased: list[int] | None = None, jobs_per_gpu: int = 1, log_path: str | None = None) -> None:
+        self.key, self.job_id, self.jobs_per_gpu = key, str(job_id), jobs_per_gpu
+        self.cpus_shared, self.cpus_leased = cpus_shared, cpus_leased
+        folder = Path(lock_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        try:  # every user's jobs on the node share the folder (sticky, like /tmp)
+            os.chmod(folder, 0o1777)
+        except OSError:
+            pass
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in key)
+        self.path, self.holder_path = folder / f"{safe}.lock", folder / f"{safe}.holder"
+        self.log_path = log_path
+        self._cond = threading.Condition()
+        self._depth, self._taking, self._fd, self._held_since, self._what = 0, False, None, 0.0, ""
+        self._phase_hold = False
+        self.waiting: tuple[float, str] | None = None  # (since, for what) while this job waits
+        self.stats = {"acquired": 0, "waits": 0, "wait_s": 0.0, "longest_wait_s": 0.0, "held_s": 0.0,
+                      "wait_by_phase": {}, "benchmarks": {"acquired": 0, "wait_s": 0.0, "held_s": 0.0}}
+        self.spans: list[list] = []  # [start, end, what] of each phase-level hold (absolute seconds)
+
+    # --- taking and giving back ---------------------------------------------------------
+    def acquire(self, what: str) -> float:
+        """Take the lease (blocking); the seconds waited. Re-entrant for the whole process,
+        not one thread: Inductor benchmarks template choices from helper threads while the
+        main thread may hold the lease for its phase."""
+        with self._cond:
+            if self._depth > 0:
+                self._depth += 1
+                return 0.0
+            while self._taking:  # another thread of this job waits in flock: share its turn
+                self._cond.wait()
+                if self._depth > 0:
+                    self._depth += 1
+                    return 0.0
+            self._taking = True
+        t0 = time.time()
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                self.waiting = (t0, what)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                except BaseException:
+                    os.close(fd)
+                    raise
+                finally:
+                    self.waiting = None
+        except BaseException:
+            with self._cond:
+                self._taking = False
+                self._cond.notify_all()
+            raise
+        now = time.time()
+        waited = now - t0
+        with self._cond:
+            self._fd, self._held_since, self._what = fd, now, what
+            self._depth, self._taking = 1, False
+            self._write_holder(what)
+            if self.cpus_leased:
+                set_process_cpus(self.cpus_leased)
+            self._count(what, waited)
+            self._cond.notify_all()
+        return waited
+
+    def release(self) -> None:
+        with self._cond:
+            if self._depth <= 0:
+                return
+            self._depth -= 1
+            if self._depth > 0:
+                return
+            if self.cpus_shared:
+                set_process_cpus(self.cpus_shared)
+            end = time.time()
+            held = end - self._held_since
+            bucket = self.stats["benchmarks"] if self._what == "benchmark" else self.stats
+            bucket["held_s"] += held
+            if self._what != "benchmark":
+                self.spans.append([round(self._held_since, 3), round(end, 3), self._what])
+            if self.log_path:  # the tests' witness of every hold, benchmarks included
+                with open(self.log_path, "a") as f:
+                    f.write(f"{self.key} {os.getpid()} {self.job_id} {self._held_since:.6f} {end:.6f} {self._what}\n")
+            fd, self._fd = self._fd, None
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    @contextmanager
+    def hold(self, what: str = "benchmark"):
+        self.acquire(what)
+        try:
+            yield
+        finally:
+            self.release()
+
+    def benchmark_hold(self):
+        """The context Inductor's benchmarks run in (inductor_internals.lease_benchmarks)."""
+        return self.hold("benchmark")
+
+    # --- phase by phase (tasks/job.py) --------------------------------------------------
+    def for_phase(self, name: str, timed: bool) -> None:
+        """Entering phase `name`: a phase that times the GPU holds the lease (kept across
+        consecutive such phases, so that no other job times between them); one that does
+        not gives it back."""
+        if timed and not self._phase_hold:
+            self.acquire(name)
+            self._phase_hold = True
+        elif not timed and self._phase_hold:
+            self._phase_hold = False
+            self.release()
+
+    def end(self) -> None:
+        if self._phase_hold:
+            self._phase_hold = False
+            self.release()
+
+    # --- what the heartbeat and the record say ---------------------------------------------
+    def holder(self) -> str:
+        """Who holds the lease now, as the holder wrote it ("job 3, phase timing")."""
+        try:
+            return self.holder_path.read_text().strip() or "another job"
+        except OSError:
+            return "another job"
+
+    def waiting_line(self) -> str | None:
+        """"waiting 25 s for the GPU (held by job 3, phase timing)", or None when not waiting."""
+        waiting = self.waiting
+        if waiting is None:
+            return None
+        return f"waiting {time.time() - waiting[0]:.0f} s for the GPU (held by {self.holder()})"
+
+    def report(self) -> dict:
+        s = self.stats
+        bench = s["benchmarks"]
+        return {"gpu": self.key, "jobs_per_gpu": self.jobs_per_gpu, "acquired": s["acquired"], "waits": s["waits"],
+                "wait_s": round(s["wait_s"], 3), "longest_wait_s": round(s["longest_wait_s"], 3),
+                "held_s": round(s["held_s"], 3), "wait_by_phase": {k: round(v, 3) for k, v in s["wait_by_phase"].items()},
+                "benchmarks": {"acquired": bench["acquired"], "wait_s": round(bench["wait_s"], 3),
+                               "held_s": round(bench["held_s"], 3)},
+                "spans": self.spans, "cpus_shared": self.cpus_shared, "cpus_leased": self.cpus_leased}
+
+    def _count(self, what: str, waited: float) -> None:
+        s = self.stats
+        if what == "benchmark":
+            s["benchmarks"]["acquired"] += 1
+            s["benchmarks"]["wait_s"] += waited
+        else:
+            s["acquired"] += 1
+        if waited >= 0.01:
+            s["waits"] += 1
+            s["wait_s"] += waited
+            s["longest_wait_s"] = max(s["longest_wait_s"], waited)
+            phase = "compile (benchmarks)" if what == "benchmark" else what
+            s["wait_by_phase"][phase] = s["wait_by_phase"].get(phase, 0.0) + waited
+
+    def _write_holder(self, what: str) -> None:
+        try:
+            self.holder_path.write_text(f"job {self.job_id} (pid {os.getpid()}), {what}")
+        except OSError:  # the line is for people reading a heartbeat, never a failure
+            pass
+
+
+def set_process_cpus(cpus: list[int]) -> None:
+    """Every thread of this process onto `cpus` (sched_setaffinity acts on one thread; new
+    threads inherit their creator's). Child processes keep theirs: a job's compile workers
+    stay on the shared cores."""
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        tids = [0]
+    for tid in tids:
+        try:
+            os.sched_setaffinity(tid, cpus)
+        except OSError:  # a thread that ended meanwhile
+            pass
+
+
+def from_spec(lease: dict | None, job_id: str) -> GpuLease | None:
+    """The job's lease from its spec (the launcher's `gpu_lease`); None when the launcher gave
+    the job no GPU. The job's threads go onto the shared cores first, when it is packed."""
+    if not lease:
+        return None
+    got = GpuLease(lease["key"], lease.get("dir") or LEASE_DIR, job_id, lease.get("cpus_shared"),
+                   lease.get("cpus_leased"), int(lease.get("jobs_per_gpu") or 1),
+                   os.environ.get("SWEEPER_LEASE_LOG"))
+    if got.cpus_shared:
+        set_process_cpus(got.cpus_shared)
+    return got
