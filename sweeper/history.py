@@ -203,7 +203,8 @@ def _compare(args) -> int:
         for n in notes:
             print(f"sweeper.history: {n}", file=sys.stderr)
         if old is None:
-            print(f"sweeper.history: no earlier complete sweep beside {new}; name one: compare NEW OLD", file=sys.stderr)
+            print(f"sweeper.history: no earlier complete sweep beside {new} (under {new.parent}) shares a job "
+                  "with it; name one: compare NEW OLD", file=sys.stderr)
             return 2
     cmp = sw.compare_sweeps(new, old.resolve(), args.threshold, "all" if args.kernels else "flagged", args.history)
     print(compare_text(cmp, args.top))

@@ -20,6 +20,7 @@ damaged, is refused with exit code 2; nothing in the store changes then.
 from __future__ import annotations
 
 import argparse
+import math
 import hashlib
 import io
 import json
@@ -177,8 +178,9 @@ def import_(store: Path, path: Path) -> int:
 
 
 def prune(store: Path, days: float, dry_run: bool) -> int:
-    if days < 0:
-        raise StoreCommandError(f"--days {days}: a number of days, 0 or more")
+    # NaN compares false with everything: "not used since NaN days ago" would drop every key
+    if not math.isfinite(days) or days < 0:
+        raise StoreCommandError(f"--days {days}: a number of days, 0 or more (e.g. --days 30); nothing was dropped")
     cutoff, dropped = time.time() - days * 86400, 0
     for path in keys(store):
         if last_used(path) >= cutoff:

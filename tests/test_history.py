@@ -204,6 +204,23 @@ def test_history_skips_unfinished_sweeps_with_a_note_and_trends_by_date(tmp_path
     assert sorted(data["started"].dt.strftime("%Y-%m-%d").unique()) == ["2026-11-28", "2026-12-01"]
 
 
+def test_compare_without_old_takes_only_a_sweep_that_shares_jobs(tmp_path):
+    """A sweep of another grid beside it once counted as the earlier sweep: "0 of 0 jobs
+    flagged", exit 0."""
+    nights = tmp_path / "nightly"
+    other = night(nights, "2026-11-29")
+    summary = json.loads((other / "summary.json").read_text())
+    for j in summary["jobs"]:
+        j["overrides"] = [*j["overrides"], "batch_size=3"]  # another grid: no job in common
+    (other / "summary.json").write_text(json.dumps(summary))
+    new = night(nights, "2026-12-01")
+    refused = history("compare", new, check_rc=2)
+    assert f"looked at {other}: it shares no job with {new}" in refused.stderr
+    assert f"no earlier complete sweep beside {new} (under {nights}) shares a job with it" in refused.stderr
+    old = night(nights, "2026-11-28")  # older, but of the same grid: that one
+    assert f"against {old}" in history("compare", new, check_rc=0).stdout
+
+
 @pytest.mark.parametrize("sub", [[], ["compare"], ["trend"]])
 def test_every_subcommand_has_help(sub):
     proc = history(*sub, "--help", check_rc=0)

@@ -148,6 +148,17 @@ def test_prune_drops_keys_unused_for_n_days(tmp_path):
     assert "0 of 1 keys dropped" in run("prune", "--days", "30", store=store).stdout
 
 
+@pytest.mark.parametrize("days", ["nan", "inf", "-1"])
+def test_prune_refuses_a_number_of_days_that_is_not_one(tmp_path, days):
+    """`--days nan` once dropped every key: NaN is older than nothing and younger than nothing."""
+    store = tmp_path / "s"
+    give(store, tmp_path / "j1")
+    out = run("prune", "--days", days, store=store)
+    assert out.returncode == 2 and f"--days {float(days)}: a number of days, 0 or more" in out.stderr
+    assert "nothing was dropped" in out.stderr
+    assert [p.relative_to(store).as_posix() for p in cmd.keys(store)] == ["torch-2.11.0+cu130/h200hash.json"]
+
+
 def _import_many(store: str, root: str, tag: str) -> None:
     """One writer: 25 jobs absorbed and 25 exports of another store imported, interleaved."""
     for i in range(25):

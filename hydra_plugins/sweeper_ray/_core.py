@@ -8,10 +8,12 @@ How a sweep runs:
   watcher that ends it if the driver is killed: _reaper.py) unless an address is given
   (config `address` or $RAY_ADDRESS), in which case the driver checks that Ray's GCS
   answers there (_address.py) and asks the cluster for nothing at init.
-- Each job is a Ray task with max_calls=1, so it gets a fresh worker process, holding one
-  GPU where there are GPUs (all of a node's CPUs on a CPU-only cluster). Inside, the job
-  runs in its own child process (sweeper.sweep.job_process), which turns crashes and time-outs into
-  failed records with the log's tail.
+- Each job is a Ray task with max_calls=1, so it gets a fresh worker process, holding
+  1/jobs_per_gpu of a GPU where there are GPUs (sweeper/sweep/packing.py: jobs of one GPU
+  time it one at a time under its lease, tasks/gpu_lease.py), all of a node's CPUs on a
+  CPU-only cluster. Inside, the job runs in its own child process
+  (sweeper.sweep.job_process), which turns crashes and time-outs into failed records with
+  the log's tail; a packed job that ran out of GPU memory runs again alone.
 - The job folder lives in node-local scratch; its record and artifacts (traces, module
   copies, log; not the compile caches) come back through Ray as one compressed bundle
   and land in the driver's sweep folder, so nodes need not share a disk.

@@ -14,6 +14,18 @@ class AggregateError(ValueError):
     """The folder is not a sweep folder that can be aggregated."""
 
 
+def summary_problem(summary) -> str | None:
+    """Why a parsed summary.json is not one a sweep wrote (valid JSON of another shape:
+    `null`, `[]`, `{"jobs": 5}`): "holds list, not an object"; or None."""
+    if not isinstance(summary, dict):
+        return f"holds {type(summary).__name__}, not an object"
+    if not isinstance(summary.get("jobs", []), list) or not all(isinstance(j, dict) for j in summary.get("jobs") or []):
+        return "holds `jobs` that is not a list of jobs"
+    if not isinstance(summary.get("counts") or {}, dict):
+        return "holds `counts` that is not an object"
+    return None
+
+
 def load_sweep(sweep_dir: Path) -> tuple[dict, dict[int, dict], list[str]]:
     """(summary, records by job number, notes about what was left out)."""
     sweep_dir = Path(sweep_dir)
@@ -28,6 +40,12 @@ def load_sweep(sweep_dir: Path) -> tuple[dict, dict[int, dict], list[str]]:
             summary = json.loads(summary_path.read_text())
         except (OSError, ValueError) as e:
             notes.append(f"{summary_path} could not be read ({e}); jobs were found from their folders")
+        else:
+            problem = summary_problem(summary)
+            if problem:
+                notes.append(f"{summary_path}: {problem}; "
+                             "jobs were found from their folders")
+                summary = {}
     if summary.get("jobs"):
         dirs = {j["num"]: Path(j["dir"]) for j in summary["jobs"]}
         # The job folder inside this sweep folder wins: a copied or moved sweep folder's

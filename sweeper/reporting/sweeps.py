@@ -17,7 +17,7 @@ import pandas as pd
 
 from sweeper.analysis import regression as rg
 from sweeper.reporting import tables
-from sweeper.reporting.load import AggregateError, load_sweep
+from sweeper.reporting.load import AggregateError, load_sweep, summary_problem
 
 HISTORY_SWEEPS = 7  # earlier complete sweeps whose spread counts as a job's noise
 
@@ -25,9 +25,11 @@ HISTORY_SWEEPS = 7  # earlier complete sweeps whose spread counts as a job's noi
 def _summary(sweep: Path) -> dict | str:
     """A sweep folder's summary.json, or why it cannot be read."""
     try:
-        return json.loads((Path(sweep) / "summary.json").read_text())
+        summary = json.loads((Path(sweep) / "summary.json").read_text())
     except (OSError, ValueError) as e:
         return f"its summary.json cannot be read ({e})"
+    problem = summary_problem(summary)
+    return f"its summary.json {problem}" if problem else summary
 
 
 def sweep_state(sweep: Path) -> tuple[bool, str]:
@@ -89,14 +91,19 @@ def grid(sweep: Path) -> frozenset:
 
 def earlier_sweep(new: Path, same_grid: bool = False) -> tuple[Path | None, list[str]]:
     """The latest complete sweep beside `new` (under its parent folder) that started before
-    it; with same_grid, only one of the same job configurations. And the skip notes."""
+    it and shares at least one job with it (the same overrides); with same_grid, only one of
+    the same job configurations. And the notes: sweeps skipped, and those looked at that
+    share no job (a sweep of another grid compares nothing: "0 of 0 jobs flagged")."""
     new = Path(new).resolve()
     sweeps, notes = complete_sweeps_under(new.parent, depth=1)
-    mine = started_at(new)
+    mine, jobs = started_at(new), grid(new)
     before = [s for s in sweeps if s != new and started_at(s) <= mine]
-    if same_grid and before:
-        before = [s for s in before if grid(s) == grid(new)]
-    return (before[-1] if before else None), [n for n in notes if str(new) not in n]
+    if same_grid:
+        before = [s for s in before if grid(s) == jobs]
+    unrelated = [s for s in before if not grid(s) & jobs]
+    notes += [f"looked at {s}: it shares no job with {new}" for s in unrelated]
+    before = [s for s in before if s not in unrelated]
+    return (before[-1] if before else None), [n for n in notes if f"{new}:" not in n]
 
 
 def history_noise(history: list[SweepTables], gpu_of: dict[str, str | None],

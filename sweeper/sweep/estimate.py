@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import json
+import sys
 from pathlib import Path
 
 EARLIER_SWEEPS = 20  # newest first, at most this many sweep folders are read
@@ -35,7 +36,10 @@ def earlier_durations(outputs: Path, keys: set[str], gpu: str | None) -> tuple[d
     on any), from complete sweeps under `outputs`; and how many sweeps were read."""
     from sweeper.reporting.sweeps import complete_sweeps_under, started_at
 
-    sweeps, _ = complete_sweeps_under(outputs, depth=2)
+    sweeps, skipped = complete_sweeps_under(outputs, depth=2)
+    for note in skipped:  # a summary.json no sweep wrote is worth a word; a running sweep is not
+        if "summary.json" in note:
+            print(f"sweeper: warning: {note} (the estimate goes without it)", file=sys.stderr, flush=True)
     found: dict[str, float] = {}
     read = 0
     for sweep in sorted(sweeps, key=started_at, reverse=True)[:EARLIER_SWEEPS]:
@@ -45,6 +49,8 @@ def earlier_durations(outputs: Path, keys: set[str], gpu: str | None) -> tuple[d
                 rec = json.loads(path.read_text())
             except (OSError, ValueError):
                 continue
+            if not isinstance(rec, dict) or not isinstance(rec.get("job") or {}, dict):
+                continue  # not a record: an estimate goes without it
             key = job_identity((rec.get("job") or {}).get("overrides") or [])
             seconds = (rec.get("job") or {}).get("duration_s")
             same_gpu = gpu is None or ((rec.get("environment") or {}).get("gpu") or "") == gpu
