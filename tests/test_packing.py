@@ -123,3 +123,4 @@ def test_packing_on_a_gpu_node_follows_its_cores_and_the_jobs_left():
     assert per_gpu == 2 and "4 job(s) on 2 GPU(s) need no more" in line
     assert packing_of({**conf, "jobs_per_gpu": "1"}, h200, 4, False) == (1, "packing: one job a GPU (jobs_per_gpu=1)")
     assert packing_of(conf, h200, 4, True) == (1, "")  # device=cpu jobs
+    assert packing_of({**conf, "num_gpus_per_job": 1}, h200, 4, False)[0] == 1  # asked for whole GPUs

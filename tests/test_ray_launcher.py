@@ -283,6 +283,39 @@ def test_a_driver_killed_outright_leaves_no_ray_process_behind(tmp_path):
             proc.kill()
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("after_s", [0.3, 1.5])
+def test_sigterm_while_ray_starts_cancels_the_sweep_and_leaves_no_process(tmp_path, after_s):
+    """SIGTERM once Ray's raylet is up but before ray.init returned: it exited 15 without a
+    word (Ray's own handler), and Ray's two agents lived on. Now it is Ctrl-C's cancellation."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sweeper", "model=test_resnet", *TINY, f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen: set[int] = set()
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and proc.poll() is None:
+            seen |= set(_process_tree(proc.pid))
+            if "raylet" in " ".join(Path(f"/proc/{p}/cmdline").read_text() for p in seen if _alive(p)):
+                break
+            time.sleep(0.05)
+        time.sleep(after_s)
+        seen |= set(_process_tree(proc.pid))
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out[-3000:]
+    assert "interrupted: cancelling 0 running and 1 queued jobs" in out
+    assert summary(tmp_path / "sweep")["counts"]["cancelled"] == 1
+    deadline = time.time() + 15
+    while time.time() < deadline and any(map(_alive, seen - {os.getpid()})):
+        time.sleep(0.5)
+    left = [Path(f"/proc/{p}/cmdline").read_text().replace("\0", " ")[:80] for p in seen if _alive(p)]
+    assert left == [], f"still running 15 s after the sweep was stopped: {left}"
+
+
 def sweep_killing_the_worker(tmp_path, *extra, settle_s=0.0):
     """A one-job sweep whose Ray worker is killed mid-job (SIGKILL to the job process's
     parent): (the finished process, its output, the job process's pid)."""

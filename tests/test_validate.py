@@ -181,6 +181,22 @@ def test_a_200_job_sweep_is_refused_before_its_jobs_are_composed(tmp_path):
     assert _left_nothing(tmp_path)
 
 
+def test_a_grid_is_counted_from_the_command_line_before_hydra_builds_it(tmp_path):
+    """Counted from the overrides (sweeper/sweep/control.grid_size), a 100,000-job grid is
+    refused at once; Hydra, building each job's config first (200 took 25 s), would take
+    hours. Sweeps Hydra alone can count (a glob) are still refused by the launcher."""
+    from sweeper.sweep.control import grid_size
+
+    assert grid_size(["seed=range(0,200)", "model=a,b", "autotune=on", "hydra.sweep.dir=/x"]) == 400
+    assert grid_size(["+inductor.x=glob(*)"]) is None
+    proc = subprocess.run([sys.executable, "-m", "sweeper", "seed=range(0,100000)", "model=resnet18",
+                           f"hydra.sweep.dir={_new_sweep_dir(tmp_path)}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2
+    assert "100000 jobs (more than confirm_above=50)" in proc.stderr
+    assert _left_nothing(tmp_path)
+
+
 def test_large_sweep_asks_for_confirmation(tmp_path):
     args = [sys.executable, "-m", "sweeper", "model=resnet18", "seed=0,1,2", "confirm_above=2",
             f"hydra.sweep.dir={_new_sweep_dir(tmp_path)}"]

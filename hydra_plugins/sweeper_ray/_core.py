@@ -129,6 +129,7 @@ class RaySweep:
         self.pending: dict = {}  # Ray object ref -> Job
         self.queue: JobQueue | None = None  # jobs not submitted yet
         self.remote = None
+        self.to_run: list[Job] = []
         self.submitted_at: dict[int, float] = {}
         self.slots = 1
         self.gpu_slots: int | None = None
@@ -139,9 +140,13 @@ class RaySweep:
         self.scratch_root = Path(conf["scratch_dir"]) / scratch_key(sweep_dir)  # on each node
 
     def run(self) -> None:
-        to_run = self.keep_finished()
-        if to_run:  # nothing to run (a finished sweep resumed): no Ray at all
-            self.submit(to_run)
+        to_run = self.to_run = self.keep_finished()
+        try:
+            if to_run:  # nothing to run (a finished sweep resumed): no Ray at all
+                self.submit(to_run)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM while Ray starts: every job to run is cancelled
+            self.cancel_pending()
+            raise
         line, expected_s = expected_time(self.conf, to_run, self.sweep_dir, self.slots) if to_run else ("", None)
         if line:
             log.info(line)
@@ -178,8 +183,9 @@ class RaySweep:
         import ray
 
         conf = self.conf
+        sigterm_as_interrupt()  # while Ray starts too
         log.info(init_ray(conf))
-        sigterm_as_interrupt()  # after ray.init, which sets a handler of its own
+        sigterm_as_interrupt()  # again after ray.init, which sets a handler of its own
         total = ray.cluster_resources()
         check_jobs(to_run, gpus_available=total.get("GPU", 0))
         self.jobs_per_gpu, self.packing = packing_of(conf, ray.nodes(), len(to_run), cpu_only(to_run))
@@ -290,14 +296,15 @@ class RaySweep:
     def cancel_pending(self) -> None:
         import ray
 
-        print(f"\n[sweep] interrupted: cancelling {len(self.pending)} running and {len(self.queue or [])} queued jobs; "
+        queued = list(self.queue) if self.queue is not None else list(self.to_run)  # none submitted yet
+        print(f"\n[sweep] interrupted: cancelling {len(self.pending)} running and {len(queued)} queued jobs; "
               "finished results are kept",
               flush=True)
         for ref in self.pending:
             ray.cancel(ref, force=True)
         running = {job.job_dir: self.scratch_root / job.job_dir.name for job in self.pending.values()}
         try:  # the stopped jobs' logs, and what the autotune jobs had tuned so far, for the store
-            kept = salvage(running)
+            kept = salvage(running) if running else 0
             if any(stores.shares(job.spec["config"]) for job in self.pending.values()):
                 print(f"[sweep] autotune entries of {kept} stopped jobs brought back for the store", flush=True)
         except Exception as e:  # noqa: BLE001 - the finished results and the summary come first
@@ -308,7 +315,7 @@ class RaySweep:
                                            time.time() - self.submitted_at[job.num],
                                            self.scratch_root / job.job_dir.name, status="cancelled")
             self.finished(job, stores.bring_back(job.spec, job.job_dir, record))
-        for job in self.queue or []:  # never submitted
+        for job in queued:  # never submitted
             save_hydra_files(job)
             self.finished(job, record_without_worker(job, "cancelled (Ctrl-C or SIGTERM) before it started", 0.0,
                                                      self.scratch_root / job.job_dir.name, status="cancelled"))
@@ -344,6 +351,8 @@ def packing_of(conf: dict, nodes: list[dict], jobs: int, cpu_jobs: bool) -> tupl
     gpu_nodes = [n["Resources"] for n in nodes if n.get("Alive") and n["Resources"].get("GPU", 0) >= 1]
     if cpu_jobs or not gpu_nodes:
         return 1, ""
+    if conf.get("num_gpus_per_job") is not None:  # the user's share of a GPU a job decides
+        return 1, f"packing: none (num_gpus_per_job={conf['num_gpus_per_job']} decides a job's GPUs)"
     node = min(gpu_nodes, key=lambda r: r.get("CPU", 1) / r["GPU"])
     memory = None if cluster_address(conf) else nvml_memory_gib()
     per_gpu, why = packing.jobs_per_gpu(conf["jobs_per_gpu"], memory, int(node.get("CPU", 1)), int(node["GPU"]))

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import sys
 import tarfile
 from pathlib import Path
@@ -48,11 +49,18 @@ def init_ray(conf: dict) -> str:
     if str(_REPO_ROOT) not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), *paths]))
     _quiet_start()
+    # Watched from before ray.init: a driver killed outright, or stopped while Ray starts,
+    # leaves no Ray process behind (_reaper.py).
+    watch_embedded_ray()
     # "local": a new Ray of this sweep's own. With no address, ray.init joins the cluster
     # that `ray start` last wrote down on this machine (/tmp/ray/ray_current_cluster), with
     # its exposure and its token, or retries for minutes one that has since stopped.
-    ray.init(address="local", include_dashboard=False)
-    watch_embedded_ray()  # a driver killed outright leaves no Ray processes behind
+    try:
+        ray.init(address="local", include_dashboard=False)
+    except SystemExit as e:  # Ray's own SIGTERM handler, set during init, exits with the signal's number
+        if e.code == signal.SIGTERM:
+            raise KeyboardInterrupt("SIGTERM while Ray started") from None
+        raise
     return f"started an embedded local Ray on 127.0.0.1 (no dashboard, {token_auth_state()})"
 
 

@@ -1,10 +1,10 @@
 """Ends an embedded Ray whose driver died without a word (SIGKILL, the OOM killer).
 
 A driver that exits or is interrupted shuts its embedded Ray down itself. One killed
-outright cannot: Ray's GCS and raylet die with it, but the raylet's two agents
+outright, or stopped while ray.init still starts Ray, cannot: Ray's GCS and raylet die with it, but the raylet's two agents
 (DashboardAgent, RuntimeEnvAgent) notice, then block on reporting to the dead GCS, and
 stayed alive for minutes on the 2-core CPU machine (tests/test_ray_launcher.py). So the driver
-starts this small watcher right after ray.init: it holds the read end of a pipe whose
+starts this small watcher right before ray.init: it holds the read end of a pipe whose
 write end only the driver has. While the driver lives it notes, every second, the
 processes the driver's Ray started and their descendants (agents, workers, job
 processes): once the raylet is dead they are the children of init and nothing else tells
@@ -27,14 +27,10 @@ _watchers: list[subprocess.Popen] = []  # kept open (the pipe with them) while t
 
 
 def watch_embedded_ray() -> None:
-    """In the driver, after ray.init started an embedded Ray."""
-    import ray
-
-    try:
-        node = ray._private.worker._global_node  # private: the processes ray.init started here
-        pids = [info.process.pid for infos in node.all_processes.values() for info in infos]
-    except AttributeError:  # another Ray version
-        return  # nothing known to watch: Ray's own cleanup is all there is
+    """In the driver, before ray.init starts an embedded Ray: the watcher notes the driver's
+    descendants (Ray's GCS and raylet, then their agents and workers) from then on, so that
+    a driver stopped while Ray is still starting leaves nothing behind either."""
+    pids = [os.getpid()]
     _watchers.append(subprocess.Popen(
         [sys.executable, "-m", __name__, *map(str, pids)], stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -72,8 +68,9 @@ def _alive(known: dict[int, str | None]) -> list[int]:
 def main(pids: list[int]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     known = {pid: _start_time(pid) for pid in pids}
-    while not select.select([sys.stdin], [], [], 1.0)[0] or sys.stdin.buffer.read1(4096):
+    while not select.select([sys.stdin], [], [], 0.2 if len(known) < 4 else 1.0)[0] or sys.stdin.buffer.read1(4096):
         known |= _descendants(known)  # until the driver's end closes: it has exited, however
+        known.pop(os.getpid(), None)  # the watcher is the driver's child too
     deadline = time.time() + _GRACE_S
     while _alive(known) and time.time() < deadline:
         time.sleep(0.2)

@@ -20,7 +20,12 @@ class Preflight(Callback):
         # keys added with `+` before Hydra writes anything (swept ones: the launcher's checks)
         keys = [k for k in config.keys() if k != "hydra"]
         stop_on_problem(check_declared_keys, OmegaConf.to_container(OmegaConf.masked_copy(config, keys)))
-        from sweeper.sweep.control import lock_sweep, note_new_folders
+        from sweeper.sweep.control import confirm, grid_size, lock_sweep, note_new_folders
+
+        if not config.get("dry_run"):  # a large grid is refused (or confirmed) before Hydra builds its jobs
+            size = grid_size(list(config.hydra.overrides.task))
+            if size is not None:
+                confirm(size, {"confirm_above": config.confirm_above, "yes": config.yes})
 
         sweep_dir = Path(str(config.hydra.sweep.dir))
         note_new_folders(sweep_dir)  # a sweep that runs no job takes them away again
