@@ -39,12 +39,13 @@ from hydra.core.utils import JobReturn, JobStatus, configure_log, setup_globals
 
 from hydra_plugins.sweeper_ray._config import cluster_address, with_defaults
 from hydra_plugins.sweeper_ray._machine import cpu_only, local_gpu_name, local_gpus, local_slots, nvml_gpus
-from hydra_plugins.sweeper_ray._ray import (collect, init_ray, job_resources, record_without_worker, run_in_worker,
-                                             salvage, scratch_key)
+from hydra_plugins.sweeper_ray._ray import (ResultsNotWritten, collect, init_ray, job_resources, record_without_worker,
+                                             run_in_worker, salvage, scratch_key)
 from sweeper.record import write_record
 from sweeper.sweep import packing, pythons, stores
 from sweeper.sweep import summary as sm
 from sweeper.sweep.machine import nvml_memory_gib
+from sweeper.sweep.job_process import failed_record
 from sweeper.sweep.control import (Job, check_jobs, confirm, discard_unused_sweep_dir, dry_run, earlier_record,
                                    keep_earlier_log, lock_sweep, make_jobs, reusable, save_hydra_files,
                                    sigterm_as_interrupt)
@@ -256,8 +257,12 @@ class RaySweep:
                 job = self.pending.pop(ref)
                 self.gpus_of.pop(job.num, None)
                 took = time.time() - self.submitted_at[job.num]
-                record = collect(ref, job, took, self.scratch_root / job.job_dir.name)
-                record = stores.bring_back(job.spec, job.job_dir, record)
+                try:
+                    record = collect(ref, job, took, self.scratch_root / job.job_dir.name)
+                    record = stores.bring_back(job.spec, job.job_dir, record)
+                except ResultsNotWritten as e:
+                    progress.stop()
+                    self.stop_unwritable(e, took)
                 if self.rerun_alone(job, record):
                     self.fill()
                     continue
@@ -271,6 +276,39 @@ class RaySweep:
                 self.write_summary()
             progress.show(min(len(self.pending), self.slots), self.slots)
         progress.show(0, self.slots)
+
+    def stop_unwritable(self, e: ResultsNotWritten, took: float) -> None:
+        """A finished job's results could not be written into the sweep folder (a full disk):
+        the sweep stops here, with every job's state in summary.json where it can still be
+        written, the results named where they still are (the job's scratch folder, kept), and
+        exit code 2. The jobs still running are cancelled, their scratch folders kept too."""
+        import ray
+
+        print(f"\nsweeper: {e}.", file=sys.stderr, flush=True)
+        left = {job.num: str(self.scratch_root / job.job_dir.name) for job in self.pending.values()}
+        for ref in self.pending:
+            ray.cancel(ref, force=True)
+        entry = sm.job_entry(e.job.num, e.job.overrides, e.job.job_dir, failed_record(
+            e.job.spec, e.job.job_dir, f"finished, but its results could not be written into the sweep folder "
+            f"({e.error}); they are in {e.scratch} on {e.host}", took))
+        self.entries[e.job.num] = {**entry, "log": str(Path(e.scratch) / "job.log"), "log_note": f"on {e.host}"}
+        why = "cancelled: the sweep stopped, its folder could not take a finished job's results"
+        for job in [*self.pending.values(), *(self.queue or [])]:
+            self.entries[job.num] = sm.job_entry(job.num, job.overrides, job.job_dir, failed_record(
+                job.spec, job.job_dir, why, 0.0, status="cancelled"))
+        self.pending.clear()
+        if left:
+            print("sweeper: the jobs that were still running were cancelled; what they wrote is in their scratch "
+                  "folders: " + ", ".join(f"#{n} {d}" for n, d in sorted(left.items())), file=sys.stderr)
+        try:
+            sm.write_summary(self.sweep_dir, list(self.entries.values()), self.started, self.command, done=False)
+            where = f"{self.sweep_dir / sm.SUMMARY_FILE} says where each job stands"
+        except OSError as err:
+            where = f"summary.json could not be written either ({err})"
+        print(f"sweeper: the sweep stopped; {where}. Free space in {self.sweep_dir} (or choose another "
+              "hydra.sweep.dir) and run the same command again: finished jobs whose results are in the folder "
+              "are kept, the others run again.", file=sys.stderr, flush=True)
+        raise SystemExit(2)
 
     def rerun_alone(self, job: Job, record: dict) -> bool:
         """A job that ran out of GPU memory while it shared its GPU goes back to the front of

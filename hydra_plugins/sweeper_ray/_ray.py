@@ -247,7 +247,8 @@ def run_in_worker(spec: dict, scratch_job_dir: str, timeout_s: float | None,
     import ray
 
     bundle = pack(job_dir)
-    remove_scratch(job_dir)  # everything worth keeping is in the bundle; the compile is in the compile store
+    # the scratch folder stays until the driver has written the bundle into the sweep folder
+    # (discard_scratch): a driver that cannot (a full disk) names it as where the results are
     return {"record": record, "bundle": bundle, "scratch": str(job_dir), "host": socket.gethostname(),
             "node_id": ray.get_runtime_context().get_node_id(), "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
 
@@ -259,6 +260,31 @@ def remove_scratch(job_dir: Path) -> None:
         job_dir.parent.rmdir()
     except OSError:  # other jobs of the sweep still there
         pass
+
+
+def discard_scratch(result: dict) -> None:
+    """A job's scratch folder, once its results are written into the sweep folder: removed
+    here when the job ran on the driver's node, else by a small task on its node."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    path = Path(result["scratch"])
+    if result.get("node_id") in (None, ray.get_runtime_context().get_node_id()):
+        remove_scratch(path)
+        return
+    ray.remote(remove_scratch).options(  # not waited for: a node gone meanwhile took its files with it
+        num_cpus=0, max_retries=0,
+        scheduling_strategy=NodeAffinitySchedulingStrategy(result["node_id"], soft=True)).remote(path)
+
+
+class ResultsNotWritten(Exception):
+    """A finished job's results could not be written into the sweep folder (a full disk, a
+    folder gone read-only): they are still in its scratch folder, on its node."""
+
+    def __init__(self, job: Job, error: OSError, scratch: str, host: str) -> None:
+        super().__init__(f"#{job.num}'s results could not be written into {job.job_dir}: {error}; "
+                         f"they are still in {scratch} on {host}")
+        self.job, self.error, self.scratch, self.host = job, error, scratch, host
 
 
 def pack(job_dir: Path) -> bytes:
@@ -291,12 +317,16 @@ def collect(ref, job: Job, duration: float, scratch_job_dir: Path) -> dict:
         reason = f"Ray task failed ({type(e).__name__}): {str(e).strip().splitlines()[0][:300]}"
         salvage({job.job_dir: scratch_job_dir})
         return record_without_worker(job, reason, duration, scratch_job_dir)
-    unpack(result["bundle"], job.job_dir)
     record = relocate(result["record"], result["scratch"], str(job.job_dir))
     record["job"]["host"] = result["host"]
     record["job"]["ray_node_id"] = result["node_id"]
     record["job"]["gpu_ids"] = result.get("gpu_ids")  # the GPUs Ray gave the job (more than one: spare ones lent)
-    write_record(job.job_dir, record)
+    try:
+        unpack(result["bundle"], job.job_dir)
+        write_record(job.job_dir, record)
+    except OSError as e:
+        raise ResultsNotWritten(job, e, result["scratch"], result["host"]) from None
+    discard_scratch(result)  # only now: everything worth keeping is in the sweep folder
     return record
 
 
