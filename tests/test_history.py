@@ -89,6 +89,24 @@ def test_a_compare_says_it_cannot_judge_a_job_whose_noise_hides_every_change():
     assert list(rg.kernel_diff(old, new, 5, noise_pct=40.0)["kernel"]) == ["b"]
 
 
+def test_a_verdict_names_a_cause_only_where_it_can_account_for_the_change():
+    """On an H200, an identical run was flagged "slower: launches per step" for 2079 -> 2081
+    launches (+0.1%) against a step 9% slower; on a 2-core CPU an identical re-run was
+    flagged "faster" (-22.5% against ±18.4%) while its eager step moved 2x."""
+    gpu = {"status_old": "ok", "status_new": "ok", "step_change_pct": 9.0, "noise_pct": 3.0,
+           "device_change_pct": -0.5, "device_noise_pct": None, "launches_old": 2079.0, "launches_new": 2081.0}
+    verdict, why = rg.verdict(gpu, 5)
+    assert verdict == "host" and "2079 -> 2081 (+0.1%) cannot account for it" in why
+    assert rg.verdict({**gpu, "launches_new": 2079 * 1.08}, 5) == ("slower", "launches per step")
+    assert rg.verdict({**gpu, "launches_new": 2079 * 0.9}, 5)[0] == "host"  # fewer launches, slower step
+    cpu = {"status_old": "ok", "status_new": "ok", "step_change_pct": -22.5, "noise_pct": 18.4, "cpu": True,
+           "eager_change_pct": 100.0}
+    verdict, why = rg.verdict(cpu, 5)
+    assert verdict == "cannot judge" and "eager step moved +100% too" in why and "-22.5%" in why
+    assert rg.verdict({**cpu, "eager_change_pct": 2.0}, 5) == ("faster", "step time")  # the host held its speed
+    assert rg.verdict({**cpu, "eager_change_pct": None}, 5) == ("faster", "step time")  # no eager step timed
+
+
 def test_verdicts_hold_a_change_against_threshold_and_noise():
     assert rg.change_verdict(3.0, 0.5, 5) == "unchanged"
     assert rg.change_verdict(12.0, 20.0, 5) == "within noise"
@@ -287,10 +305,14 @@ def test_three_nights_on_a_two_node_cluster_are_compared_and_a_slower_copy_is_fl
         assert f"against {nights / f'night{n - 1}'}" in proc.stdout, proc.stdout + proc.stderr
         table = pd.read_csv(out / "compare_jobs.csv")
         assert len(table) == 2 and set(table["verdict"]) <= {"slower", "faster", "unchanged", "within noise", "cannot judge"}
-        for _, row in table.iterrows():  # a CPU job's step time decides alone (docs/method.md)
+        for _, row in table.iterrows():  # a CPU job's step time decides, unless the host's speed moved (docs/method.md)
             change, noise = abs(row["step_change_pct"]), row["noise_pct"]
             beyond = change >= 25 and (pd.isna(noise) or change > noise)
-            assert (row["verdict"] in ("slower", "faster")) == beyond, row.to_dict()
+            eager = abs(row["eager_change_pct"]) if pd.notna(row["eager_change_pct"]) else None
+            host_moved = eager is not None and eager >= 25 and (pd.isna(noise) or eager > noise)
+            assert (row["verdict"] in ("slower", "faster")) == (beyond and not host_moved), row.to_dict()
+            if beyond and host_moved:
+                assert row["verdict"] == "cannot judge" and "eager step moved" in row["why"], row.to_dict()
             # a noise too wide to judge by is said to be, with the job named and why
             if pd.notna(noise) and noise > 50 and change <= noise:
                 assert row["verdict"] == "cannot judge", row.to_dict()

@@ -17,9 +17,11 @@ identical runs moved it by at most 5.0% while their step times moved by up to 51
 bench/results/nightly/), so its noise is its history's alone.
 
 The verdict of a GPU job: slower or faster when the device time changed, or when the wall
-time changed and so did the number of kernel launches per step. A wall time that changed
-while the kernels' time and launches did not is the host's doing: `host`, shown, not
-flagged. A CPU job's device is the host: its wall time alone decides.
+time changed and so did the number of kernel launches per step, enough to account for it
+(the same direction, at least half as much). A wall time that changed while the kernels'
+time did not, and the launches not enough, is the host's doing: `host`, shown, not
+flagged. A CPU job's device is the host: its wall time decides, unless its eager step
+moved beyond the threshold and the noise too: the host's speed changed, `cannot judge`.
 """
 
 from __future__ import annotations
@@ -108,6 +110,33 @@ FLAGGING = ("slower", "faster")
 HOST = "host"  # the wall time moved, the kernels' time and launches did not
 
 
+def launch_change_pct(r) -> float | None:
+    """The change of kernel launches per step, %, where both runs counted them."""
+    old, new = r.get("launches_old"), r.get("launches_new")
+    if old is None or new is None or pd.isna(old) or pd.isna(new) or not old or abs(new - old) < 1:
+        return None
+    return (new / old - 1) * 100
+
+
+def launches_account(r) -> bool:
+    """Whether the launches' change can account for the step time's: the same direction and
+    at least half as large, relatively. A launch-bound step's time follows its launches at
+    most one for one, so 2079 -> 2081 launches (+0.1%) cannot explain a step 9% slower (an
+    identical H200 run once was flagged so)."""
+    launches, step = launch_change_pct(r), r["step_change_pct"]
+    return launches is not None and launches * step > 0 and abs(launches) >= abs(step) / 2
+
+
+def host_moved(r, threshold_pct: float) -> float | None:
+    """A CPU job's eager step change, %, where it moved beyond the threshold and the noise:
+    the host ran at another speed between the runs (on a 2-core CPU an identical re-run's
+    eager step moved 2x), so no change of the compiled step can be told from it."""
+    change, noise = r.get("eager_change_pct"), r.get("noise_pct")
+    if change is None or pd.isna(change) or abs(change) < threshold_pct:
+        return None
+    return change if noise is None or pd.isna(noise) or abs(change) > noise else None
+
+
 def verdict(r, threshold_pct: float) -> tuple[str, str]:
     """(verdict, why) for one row of compare_jobs (old and new both present)."""
     if r["status_old"] != r["status_new"]:
@@ -116,19 +145,26 @@ def verdict(r, threshold_pct: float) -> tuple[str, str]:
     if r.get("cpu"):  # the host is the device
         if wall == CANNOT_JUDGE:
             return wall, cannot_judge_why(r["noise_pct"])
+        eager = host_moved(r, threshold_pct)
+        if wall in FLAGGING and eager is not None:
+            return CANNOT_JUDGE, (f"its eager step moved {eager:+.0f}% too (the host ran at another speed between "
+                                  f"the runs): the compiled step's {r['step_change_pct']:+.1f}% cannot be told from "
+                                  "the host's; re-run both on an idle machine")
         return wall, ("step time" if wall in FLAGGING else "")
     device = change_verdict(r["device_change_pct"], r["device_noise_pct"], threshold_pct)
     if device == CANNOT_JUDGE:
         return device, cannot_judge_why(r["device_noise_pct"], "kernel time")
-    launches_moved = (pd.notna(r["launches_old"]) and pd.notna(r["launches_new"])
-                      and abs(r["launches_new"] - r["launches_old"]) >= 1)
     if device in FLAGGING:
         return device, "kernel time"
-    if wall in FLAGGING and launches_moved:
+    if wall in FLAGGING and launches_account(r):
         return wall, "launches per step"
     if wall in FLAGGING:
         if pd.isna(r["device_change_pct"]):  # no profile to tell: the wall time decides
             return wall, "step time"
+        launches = launch_change_pct(r)
+        if launches is not None:
+            return HOST, (f"step time moved; kernel time did not, and launches per step "
+                          f"{r['launches_old']:.0f} -> {r['launches_new']:.0f} ({launches:+.1f}%) cannot account for it")
         return HOST, "step time moved; kernel time and launches did not"
     if wall == CANNOT_JUDGE:  # the kernels' time still tells, where there is one
         if device:
@@ -146,7 +182,7 @@ def compare_jobs(old: pd.DataFrame, new: pd.DataFrame, threshold_pct: float = DE
     of each (history_noise_pct). Jobs in only one sweep are `new job` or `gone`."""
     shares = [c for c in new.columns if c.startswith("share_")]
     cols = ["key", "label", "status", "step_ms", "step_noise_pct", "device_ms", "kernel_launches", "busy_pct", "gpu",
-            *shares]
+            "eager_step_ms", *shares]
 
     def one_per_key(t: pd.DataFrame) -> pd.DataFrame:
         # jobs of one configuration (seeds): the first that finished ok stands for it
@@ -163,6 +199,7 @@ def compare_jobs(old: pd.DataFrame, new: pd.DataFrame, threshold_pct: float = DE
     run_new = m[["step_noise_pct_new", "history_noise_pct"]].max(axis=1)
     m["noise_pct"] = (run_old.fillna(0) + run_new.fillna(0)).where(run_old.notna() | run_new.notna())
     m["device_change_pct"] = (m["device_ms_new"] / m["device_ms_old"] - 1) * 100
+    m["eager_change_pct"] = (m["eager_step_ms_new"] / m["eager_step_ms_old"] - 1) * 100
     m["launches_old"], m["launches_new"] = m["kernel_launches_old"], m["kernel_launches_new"]
     hist_dev = pd.Series({k: v for k, v in (device_history or {}).items() if v is not None}, dtype=float)
     m["cpu"] = m["gpu_new"].isna() & m["gpu_old"].isna()  # a CPU job: its wall time alone decides
@@ -187,7 +224,8 @@ def compare_jobs(old: pd.DataFrame, new: pd.DataFrame, threshold_pct: float = DE
     keep = ["key", "label", "status_old", "status_new", "gpu_old", "gpu_new", "step_ms_old",
             "step_ms_new", "step_change_pct", "step_noise_pct_old", "step_noise_pct_new",
             "history_noise_pct", "noise_pct", "device_ms_old", "device_ms_new", "device_change_pct",
-            "device_noise_pct", "launches_old", "launches_new", "verdict", "why", "busy_pct_old", "busy_pct_new",
+            "device_noise_pct", "launches_old", "launches_new", "eager_change_pct", "verdict", "why", "busy_pct_old",
+            "busy_pct_new",
             "busy_change_pp", "largest_share_change", "largest_share_change_pp"]
     return m[keep].sort_values("label").reset_index(drop=True)
 
