@@ -35,6 +35,7 @@ def main() -> int:
     ap.add_argument("job_dirs", nargs="+", type=Path)
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
+    failed: list[str] = []
     for job_dir in args.job_dirs:
         record = read_record(job_dir)
         if record["status"] != "ok":
@@ -44,13 +45,20 @@ def main() -> int:
         device = "cuda" if (record.get("environment") or {}).get("gpu") else "cpu"
         out_dir.mkdir(exist_ok=True)
         for m in record["modules"]:
+            module = module_file(m)
+            if module is None:
+                failed.append(f"{job_dir.name} {m['label']}: neither {m.get('source_path')} (the node's cache, "
+                              f"removed with the job's scratch folder) nor its copy {m.get('artifact')} exists")
+                continue
             for i in range(args.runs):
                 with tempfile.TemporaryDirectory() as tmp:
                     env = harness_env(record, os.environ, tmp)
                     t0 = time.time()
-                    proc = subprocess.run([sys.executable, m["source_path"], "-p"], env=env,
+                    proc = subprocess.run([sys.executable, module, "-p"], env=env,
                                           capture_output=True, text=True)
                     took = time.time() - t0
+                if proc.returncode != 0:
+                    failed.append(f"{job_dir.name} {m['label']} run {i}: exit {proc.returncode} ({out_dir})")
                 probe = statistics.median(launch_probe_us(device) for _ in range(5))
                 out = out_dir / f"{m['label']}_run{i}.txt"
                 out.write_text(proc.stdout + "\n--- stderr ---\n" + proc.stderr[-20000:]
@@ -59,7 +67,19 @@ def main() -> int:
                 line = [l for l in proc.stdout.splitlines() if l.startswith("Output for tabulate")]
                 print(f"{job_dir.name} {m['label']} run {i}: {took:.1f} s exit {proc.returncode}, "
                       f"launch {probe:.2f} us; {line[-1] if line else '(no tabulate line)'}", flush=True)
+    if failed:  # a run that failed is no reference: say which, and exit non-zero
+        print(f"{len(failed)} module run(s) failed:\n  " + "\n  ".join(failed), file=sys.stderr)
+        return 1
     return 0
+
+
+def module_file(m: dict) -> str | None:
+    """The module to run: where Inductor wrote it, if that is still there (a job's cache
+    under `cache_root`), else its copy in the job folder (`artifact`); None if neither."""
+    for path in (m.get("source_path"), m.get("artifact")):
+        if path and Path(path).is_file():
+            return path
+    return None
 
 
 if __name__ == "__main__":

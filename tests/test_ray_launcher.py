@@ -146,6 +146,8 @@ def test_nothing_secret_is_written_and_generated_code_stays_in_the_job_cache(fou
             # the module that ran came from this job's own cache folder, nowhere shared
             src = Path(m["source_path"]).resolve()
             assert src.is_relative_to(cache) and "cache" in src.relative_to(cache).parts, src
+        # that cache went with the scratch folder: the record names no folder that is gone
+        assert rec["artifacts"]["cache"] is None and "removed with its scratch folder" in rec["artifacts"]["cache_note"]
 
 
 @pytest.mark.slow

@@ -321,6 +321,11 @@ def collect(ref, job: Job, duration: float, scratch_job_dir: Path) -> dict:
     record["job"]["host"] = result["host"]
     record["job"]["ray_node_id"] = result["node_id"]
     record["job"]["gpu_ids"] = result.get("gpu_ids")  # the GPUs Ray gave the job (more than one: spare ones lent)
+    arts = record.setdefault("artifacts", {})
+    if str(arts.get("cache") or "").startswith(result["scratch"].rstrip("/") + "/"):  # goes with the scratch folder
+        arts["cache_note"] = (f"the job's compile cache {arts['cache']} on {result['host']} was removed with its "
+                              "scratch folder once its results were back; its compile is kept in the compile store")
+        arts["cache"] = None
     try:
         unpack(result["bundle"], job.job_dir)
         write_record(job.job_dir, record)
