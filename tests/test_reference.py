@@ -50,3 +50,26 @@ def test_harness_env_uses_the_jobs_own_caches(tmp_path):
     old = {"job": {"dir": str(tmp_path / "0")}, "artifacts": {}}
     env = harness_env(old, {})
     assert env["TRITON_CACHE_DIR"] == str(tmp_path / "0" / "cache" / "triton") and "TMPDIR" not in env
+
+
+def test_run_reference_says_when_a_module_cannot_be_run_and_exits_1(tmp_path, resnet18_record):
+    """A record's modules whose cache file went with the job's scratch folder, and whose copy
+    is missing too: bench/run_reference.py once failed on every module and exited 0."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    job = tmp_path / "0"
+    job.mkdir()
+    rec = dict(resnet18_record)
+    rec["job"] = {**rec["job"], "dir": str(job)}
+    rec["modules"] = [{**m, "source_path": str(tmp_path / "gone" / "m.py"), "artifact": str(job / "modules" / "m.py")}
+                      for m in rec["modules"]]
+    (job / "result.json").write_text(json.dumps(rec))
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "bench/run_reference.py", "--runs", "1", str(job)], cwd=root,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"{len(rec['modules'])} module run(s) failed" in proc.stderr
+    assert "removed with the job's scratch folder" in proc.stderr and str(job / "modules" / "m.py") in proc.stderr
