@@ -3,8 +3,6 @@ outputs/ once made every later sweep, dry runs too, and `aggregate` fail with an
 AttributeError naming no file. Now that sweep is skipped with a warning naming it, and the
 folder itself still aggregates from its job folders."""
 
-import gzip
-import shutil
 import subprocess
 import sys
 from pathlib import Path

@@ -2,7 +2,6 @@
 local Ray cluster whose node declares one GPU: this machine has none, so the jobs run on its
 CPU while Ray hands them the GPU's id, and they take that GPU's lease as on a GPU machine."""
 
-import json
 import os
 import subprocess
 import sys
