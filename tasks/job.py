@@ -130,8 +130,6 @@ def run(spec: dict, job_dir: Path) -> dict:
                 if lease is not None:
                     _take_lease(lease, phase)
                 phase.run(ctx)
-        if lease is not None:
-            lease.end()
         clock.enter("done")
         record["status"] = "ok"
     except Skip as e:

@@ -134,7 +134,7 @@ def job_resources(conf: dict, jobs_per_gpu: int = 1) -> dict:
     if conf["num_gpus_per_job"] is not None:
         want_gpus = conf["num_gpus_per_job"]
     else:
-        want_gpus = (1 / jobs_per_gpu if jobs_per_gpu > 1 else 1) if gpus else 0
+        want_gpus = 1 / jobs_per_gpu if gpus else 0
     if conf["num_cpus_per_job"] is not None:
         cpus = conf["num_cpus_per_job"]
     elif want_gpus:

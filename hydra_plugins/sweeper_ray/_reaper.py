@@ -1,16 +1,17 @@
 """Ends an embedded Ray whose driver died without a word (SIGKILL, the OOM killer).
 
 A driver that exits or is interrupted shuts its embedded Ray down itself. One killed
-outright, or stopped while ray.init still starts Ray, cannot: Ray's GCS and raylet die with it, but the raylet's two agents
-(DashboardAgent, RuntimeEnvAgent) notice, then block on reporting to the dead GCS, and
-stayed alive for minutes on the 2-core CPU machine (tests/test_ray_launcher.py). So the driver
-starts this small watcher right before ray.init: it holds the read end of a pipe whose
-write end only the driver has. While the driver lives it notes, every second, the
-processes the driver's Ray started and their descendants (agents, workers, job
-processes): once the raylet is dead they are the children of init and nothing else tells
-them apart (their /proc environ is clobbered by Ray's process titles). When the pipe
-closes, however the driver ended, it kills those still running, their start times
-checked so that a reused pid is left alone."""
+outright, or stopped while ray.init still starts Ray, cannot: Ray's GCS and raylet die
+with it, but the raylet's two agents (DashboardAgent, RuntimeEnvAgent) notice, then block
+on reporting to the dead GCS, and stayed alive for minutes on the 2-core CPU machine
+(tests/test_ray_launcher.py). So the driver starts this small watcher right before
+ray.init: it holds the read end of a pipe whose write end only the driver has. While the
+driver lives it notes, every second (every 0.2 s while Ray starts), the driver's
+descendants (Ray's GCS and raylet, their agents, workers and job processes): once the
+raylet is dead they are the children of init and nothing else tells them apart (their
+/proc environ is clobbered by Ray's process titles). When the pipe closes, however the
+driver ended, it kills those still running, their start times checked so that a reused
+pid is left alone."""
 
 from __future__ import annotations
 

@@ -131,10 +131,10 @@ def host_moved(r, threshold_pct: float) -> float | None:
     """A CPU job's eager step change, %, where it moved beyond the threshold and the noise:
     the host ran at another speed between the runs (on a 2-core CPU an identical re-run's
     eager step moved 2x), so no change of the compiled step can be told from it."""
-    change, noise = r.get("eager_change_pct"), r.get("noise_pct")
-    if change is None or pd.isna(change) or abs(change) < threshold_pct:
+    change = r.get("eager_change_pct")
+    if change is None or pd.isna(change):
         return None
-    return change if noise is None or pd.isna(noise) or abs(change) > noise else None
+    return change if change_verdict(change, r.get("noise_pct"), threshold_pct) in FLAGGING else None
 
 
 def verdict(r, threshold_pct: float) -> tuple[str, str]:
