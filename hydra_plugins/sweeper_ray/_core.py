@@ -76,7 +76,9 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
     except KeyboardInterrupt:
         if sweep is None:  # during the checks: nothing ran
             raise SystemExit(130) from None
-        raise SystemExit(sm.close_sweep(sweep_dir, list(sweep.entries.values()), sweep.command, interrupted=True))
+        code = sm.close_sweep(sweep_dir, list(sweep.entries.values()), sweep.command, interrupted=True)
+        _shutdown_ray()
+        raise SystemExit(code)
     finally:  # a sweep that ran no job (refused, a dry run) leaves no empty folder; else a no-op
         discard_unused_sweep_dir(sweep_dir)
     code = sm.close_sweep(sweep_dir, list(sweep.entries.values()), sweep.command)
@@ -87,6 +89,19 @@ def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: in
                   task_name="sweeper", status=JobStatus.COMPLETED, _return_value=sweep.records[job.num]["status"])
         for job in jobs
     ]
+
+
+def _shutdown_ray() -> None:
+    """An interrupted sweep's Ray, stopped here rather than at interpreter exit: a SIGTERM
+    that arrived while ray.init installed Ray's own signal handlers made the exit-time
+    shutdown abort the driver (exit -6 after the sweep had recorded its cancellation)."""
+    try:
+        import ray
+
+        if ray.is_initialized():
+            ray.shutdown()
+    except Exception:  # noqa: BLE001 - the reaper (_reaper.py) ends what is left
+        pass
 
 
 def _checked_jobs(launcher, conf: dict, job_overrides, initial_job_idx: int) -> list[Job]:
@@ -134,7 +149,7 @@ class RaySweep:
         self.submitted_at: dict[int, float] = {}
         self.slots = 1
         self.gpu_slots: int | None = None
-        self.gpus_of: dict[int, int] = {}  # job -> GPUs it holds, where spare ones are lent
+        self.gpus_of: dict[int, int] = {}  # job -> GPU slots it holds (spare GPUs lent; a packed job run alone)
         self.lend = False
         self.jobs_per_gpu, self.packing = 1, ""
         self.alone: dict[int, str] = {}  # job -> why it runs again alone on its GPU
