@@ -56,13 +56,13 @@
 #   packing  one GPU kept busy (hydra.launcher.jobs_per_gpu): the store export $IMPORT
 #          (default tests/fixtures/h200/headline_store.tgz) imported, then the mission's
 #          command packed (auto) into $S/packed_run2 (the store-imported second run of a
-#          fresh machine), one job a GPU (jobs_per_gpu=1) into $S/serial_night (every
-#          compile from the compile store the packed run filled) and packed into
-#          $S/packed_night; each after its dry run, with nvidia-smi's utilization at 1 s
+#          fresh machine), packed into $S/packed_night (every compile from the compile
+#          store the packed run filled) and one job a GPU (jobs_per_gpu=1) into
+#          $S/serial_night; each after its dry run, with nvidia-smi's utilization at 1 s
 #          ($S/smi_<run>.csv); then `history compare --kernels` of each packed run against
 #          the serial one and bench/gpu_idle.py; GRID=1 adds a cold grid with max-autotune
 #          (resnet18 b32 inference, autotune on,off x CUDA graphs off,on; a store of each
-#          run's own, no compile store) one job a GPU, then packed, and bench/store_diff.py
+#          run's own, no compile store) packed, then one job a GPU, and bench/store_diff.py
 #          of their stores; stopped UNTIL_S seconds after the start if given; results:
 #          bench/results/packing/.
 # A run longer than one sitting can go to the background:
@@ -345,8 +345,8 @@ packing() {
   [ -n "${UNTIL_S:-}" ] && end=$(( $(date +%s) + UNTIL_S ))
   store_import "${IMPORT:-tests/fixtures/h200/headline_store.tgz}"
   smi_run packed_run2 "$end" model=mixnet_l,densenet121 autotune=on,off
-  smi_run serial_night "$end" model=mixnet_l,densenet121 autotune=on,off hydra.launcher.jobs_per_gpu=1
   smi_run packed_night "$end" model=mixnet_l,densenet121 autotune=on,off
+  smi_run serial_night "$end" model=mixnet_l,densenet121 autotune=on,off hydra.launcher.jobs_per_gpu=1
   for run in packed_run2 packed_night; do
     [ -f "$S/$run/summary.json" ] && [ -f "$S/serial_night/summary.json" ] || continue
     python3 -m sweeper.history compare "$S/$run" "$S/serial_night" --kernels --out "$S/compare_$run" \
@@ -354,8 +354,8 @@ packing() {
     log "compare $run rc=$?"
   done
   if [ "${GRID:-0}" = 1 ]; then
-    smi_run grid_serial "$end" "${grid[@]}" autotune_store="$S/store_serial" hydra.launcher.jobs_per_gpu=1
     smi_run grid_packed "$end" "${grid[@]}" autotune_store="$S/store_packed"
+    smi_run grid_serial "$end" "${grid[@]}" autotune_store="$S/store_serial" hydra.launcher.jobs_per_gpu=1
     for run in serial packed; do
       SWEEPER_AUTOTUNE_STORE="$S/store_$run" python3 -m sweeper.store export "$S/store_$run.tgz" > /dev/null 2>&1
     done

@@ -21,7 +21,7 @@ from sweeper.record import read_record  # noqa: E402
 from sweeper.reporting.tables import compile_s_before, compile_state, job_label  # noqa: E402
 
 PHASES = ("setup", "build", "eager", "compile", "warmup", "timing", "steady_loop", "time_modules", "profile_step",
-          "profile_modules", "microbench")
+          "profile_modules", "microbench_prepare", "microbench")
 
 
 def one_sweep(sweep: Path) -> tuple[float, list[dict]]:

@@ -56,7 +56,7 @@ def main() -> int:
             print(f"\n`python {r['kernel_path']}` exited {proc.returncode}: {proc.stderr[-500:]}\n")
     phases = rec["timings"].get("phase_s") or {}
     base = phases.get("compile", 0) + phases.get("warmup", 0)
-    added = sum(phases.get(p, 0) for p in ("time_modules", "profile_step", "profile_modules", "microbench"))
+    added = sum(phases.get(p, 0) for p in ("time_modules", "profile_step", "profile_modules", "microbench_prepare", "microbench"))
     print(f"\nphase seconds: {', '.join(f'{k} {v:.1f}' for k, v in phases.items())}")
     print(f"compile + warm-up {base:.1f} s; breakdown + microbenchmarks {added:.1f} s = "
           f"{added / base * 100 if base else float('nan'):.0f}% (target at most 25%); "

@@ -13,6 +13,14 @@ Within one job the lease is re-entrant, for all its threads (a phase that holds 
 Inductor's benchmarks, which take it too, some from helper threads:
 inductor_internals.lease_benchmarks).
 
+Who goes first: a compile's benchmark is short and the compile waits on it, while a job's
+timed phases hold the lease for 30 s or more; on an H200 compiles beside each other waited
+66 to 118 s for theirs (bench/results/packing/). So a benchmark that has to wait says so (a
+`<gpu>.bench.<pid>` file beside the lock); a job holding the lease for its phases gives it
+up between two phases while one waits, and takes it back before any other job's phases (its
+`<gpu>.resume.<pid>` file); a job about to start its phases lets both go first. No two
+holds ever overlap: only the order changes.
+
 While jobs share a GPU, the holder's launches must not wait behind another job's compile:
 every packed job runs on the node's shared cores, and the holder alone adds its GPU's
 launch cores while it holds the lease (packing.launch_cpus). A job alone on its GPU keeps
@@ -48,9 +56,11 @@ class GpuLease:
         self._cond = threading.Condition()
         self._depth, self._taking, self._fd, self._held_since, self._what = 0, False, None, 0.0, ""
         self._phase_hold = False
+        self._safe, self._folder = safe, folder
         self.waiting: tuple[float, str] | None = None  # (since, for what) while this job waits
         self.stats = {"acquired": 0, "waits": 0, "wait_s": 0.0, "longest_wait_s": 0.0, "held_s": 0.0,
-                      "wait_by_phase": {}, "benchmarks": {"acquired": 0, "wait_s": 0.0, "held_s": 0.0}}
+                      "wait_by_phase": {}, "benchmarks": {"acquired": 0, "wait_s": 0.0, "held_s": 0.0},
+                      "yielded": 0}
         self.spans: list[list] = []  # [start, end, what] of each phase-level hold (absolute seconds)
 
     # --- taking and giving back ---------------------------------------------------------
@@ -70,18 +80,7 @@ class GpuLease:
             self._taking = True
         t0 = time.time()
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                self.waiting = (t0, what)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-                except BaseException:
-                    os.close(fd)
-                    raise
-                finally:
-                    self.waiting = None
+            fd = self._take(what, t0)
         except BaseException:
             with self._cond:
                 self._taking = False
@@ -98,6 +97,56 @@ class GpuLease:
             self._count(what, waited)
             self._cond.notify_all()
         return waited
+
+    def _take(self, what: str, t0: float) -> int:
+        """The flock, in the order the module's docstring gives: a benchmark waits in flock
+        with its marker up; a job's phases wait while another job's benchmark or resumption
+        is marked, and let go of a flock won before them."""
+        benchmark = what == "benchmark"
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            while True:
+                if not benchmark and self._others_first():
+                    self.waiting = self.waiting or (t0, what)
+                    time.sleep(0.02)
+                    continue
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    self.waiting = self.waiting or (t0, what)
+                    marker = self._marker("bench") if benchmark else None
+                    if marker is not None:
+                        marker.touch()
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX)
+                    finally:
+                        if marker is not None:
+                            marker.unlink(missing_ok=True)
+                if benchmark or not self._others_first():
+                    return fd
+                fcntl.flock(fd, fcntl.LOCK_UN)  # won before a benchmark or a resuming job: theirs first
+        except BaseException:
+            os.close(fd)
+            raise
+        finally:
+            self.waiting = None
+
+    def _marker(self, kind: str) -> Path:
+        return self._folder / f"{self._safe}.{kind}.{os.getpid()}"
+
+    def _others_first(self) -> bool:
+        """Another live process's benchmark waits, or another job resumes its phases."""
+        try:
+            names = os.listdir(self._folder)
+        except OSError:
+            return False
+        mine = os.getpid()
+        for name in names:
+            stem, _, pid = name.rpartition(".")
+            if stem in (f"{self._safe}.bench", f"{self._safe}.resume") and pid.isdigit() and int(pid) != mine:
+                if _alive(int(pid)):
+                    return True
+        return False
 
     def release(self) -> None:
         with self._cond:
@@ -141,9 +190,25 @@ class GpuLease:
         if timed and not self._phase_hold:
             self.acquire(name)
             self._phase_hold = True
+        elif timed and self._depth == 1 and self._others_first():
+            self._yield_to_benchmarks(name)
         elif not timed and self._phase_hold:
             self._phase_hold = False
             self.release()
+
+    def _yield_to_benchmarks(self, name: str) -> None:
+        """Between two timed phases: the waiting benchmarks go, then this job's next phase,
+        before any other job's phases (the resume marker)."""
+        marker = self._marker("resume")
+        marker.touch()
+        try:
+            self._phase_hold = False
+            self.release()
+            self.stats["yielded"] += 1
+            self.acquire(name)
+            self._phase_hold = True
+        finally:
+            marker.unlink(missing_ok=True)
 
     def end(self) -> None:
         if self._phase_hold:
@@ -173,6 +238,7 @@ class GpuLease:
                 "held_s": round(s["held_s"], 3), "wait_by_phase": {k: round(v, 3) for k, v in s["wait_by_phase"].items()},
                 "benchmarks": {"acquired": bench["acquired"], "wait_s": round(bench["wait_s"], 3),
                                "held_s": round(bench["held_s"], 3)},
+                "yielded": s["yielded"],
                 "spans": self.spans, "cpus_shared": self.cpus_shared, "cpus_leased": self.cpus_leased}
 
     def _count(self, what: str, waited: float) -> None:
@@ -194,6 +260,17 @@ class GpuLease:
             self.holder_path.write_text(f"job {self.job_id} (pid {os.getpid()}), {what}")
         except OSError:  # the line is for people reading a heartbeat, never a failure
             pass
+
+
+def _alive(pid: int) -> bool:
+    """A marker's process still runs (a killed one leaves its marker behind)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def set_process_cpus(cpus: list[int]) -> None:

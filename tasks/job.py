@@ -46,6 +46,8 @@ PHASES = (
     Phase("time_modules", phases_profile.time_modules),
     Phase("profile_step", phases_profile.profile_step),
     Phase("profile_modules", phases_profile.profile_modules),
+    # its CPU half first, without the lease, so that another job may time meanwhile
+    Phase("microbench_prepare", phases_profile.prepare_microbench, phases_profile.wants_microbench, timed=False),
     Phase("microbench", phases_profile.microbench, phases_profile.wants_microbench),
 )
 
@@ -160,11 +162,13 @@ def _take_lease(lease, phase: Phase) -> None:
     """The GPU's lease for a timed phase (kept from the timed phase before), given back for
     one that times nothing; a wait of a second or more is said, with whom it waited for."""
     holder = lease.holder() if phase.timed else ""
-    t0 = time.time()
+    yielded, t0 = lease.stats["yielded"], time.time()
     lease.for_phase(phase.name, phase.timed)
     waited = time.time() - t0
     if waited >= 1.0:
-        say(f"GPU lease taken for {phase.name} after waiting {waited:.1f} s (it was held by {holder})")
+        why = ("given up between phases to other jobs' compile benchmarks" if lease.stats["yielded"] > yielded
+               else f"it was held by {holder}")
+        say(f"GPU lease taken for {phase.name} after waiting {waited:.1f} s ({why})")
 
 
 def _keep_partial_entries(ctx: JobContext) -> None:

@@ -12,6 +12,11 @@ hand, `python <kernel>.py` costs 12 to 14 s a kernel, mostly start-up). For each
 - autotune headroom: the kernel file loaded afresh, every candidate config's launcher and
   the job's chosen one timed alone the same way, chosen against the best.
 One kernel's inputs are held at a time. A kernel that fails is noted in its row.
+
+The work is split in two, so that jobs sharing a GPU (tasks/gpu_lease.py) hold its lease
+only while they time: prepare() loads each kernel file afresh and compiles the candidate
+configs (CPU work: on the H200 it was 11 of the 13 s of mixnet_l's headroom pass), outside
+the lease; run() makes the inputs and times, holding it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import functools
 import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -56,19 +62,88 @@ def _load_fresh(path: str):
     return mod
 
 
-def _fresh_args(row: dict):
-    """The kernel file loaded afresh (see _load_fresh) and one set of its get_args() inputs."""
-    fresh = _load_fresh(row["kernel_path"])
-    return fresh, fresh.get_args()
+@dataclass
+class Prepared:
+    """One kernel ready to time: the job's kernel object and its file loaded afresh (see
+    _load_fresh); `compiled` once the fresh load's candidate configs are compiled for the
+    headroom pass."""
+
+    name: str
+    kernel: object
+    fresh: object
+    compiled: bool = False
+
+    def fresh_kernel(self):
+        return getattr(self.fresh, self.name, None)
 
 
-def time_alone(row: dict, job_kernel, peak_gbps: float | None) -> dict:
+# What timing one launcher costs under Inductor's benchmarker (a few estimation runs, then
+# at most 25 ms of runs: runtime/benchmarking.py), to plan the headroom pass's compiles
+# within the budget before anything is timed; the H200's alone pass took 18 ms a kernel.
+TIMING_S_ESTIMATE = 0.025
+
+
+def prepare(table: dict, kernels_by_name: dict, budget_s: float | None = None,
+            compile_configs: bool = True) -> dict[str, Prepared]:
+    """The untimed half (no GPU timing; the caller need not hold the lease): every selected
+    kernel's file loaded afresh, its candidate configs counted and the chosen one looked up
+    among them; then, costliest first, the candidate configs of kernels with something to
+    choose compiled, while the compiles so far plus the timings planned fit in `budget_s`.
+    `compile_configs=False` stops before compiling (a CPU test: compiling needs the GPU).
+    Rows that cannot be prepared say why; run() times the rest."""
+    t0 = time.time()
+    prepared: dict[str, Prepared] = {}
+    for row in table["rows"]:
+        kernel = kernels_by_name.get(row["name"])
+        if kernel is None or not row.get("kernel_path") or not getattr(kernel, "launchers", None):
+            row["error"] = "kernel object or file not found in the compiled modules"
+            continue
+        try:
+            ready = Prepared(row["name"], kernel, _load_fresh(row["kernel_path"]))
+        except Exception as e:  # noqa: BLE001 - one kernel's failure is noted, not fatal
+            row["error"] = _error(e)
+            continue
+        prepared[row["name"]] = ready
+        # The candidates as Inductor generated them (the fresh load ignores the job's
+        # .best_config, which cuts a cache-hit kernel's list down to the winner).
+        candidates = [config_key(c) for c in getattr(ready.fresh_kernel(), "configs", None) or []]
+        row.update(candidate_configs=len(candidates) or None,
+                   chosen_is_candidate=config_key(kernel.launchers[0].config) in candidates if candidates else None)
+    planned_s = TIMING_S_ESTIMATE * len(prepared)  # the alone pass
+    for row in table["rows"]:
+        ready = prepared.get(row["name"])
+        if ready is None or not compile_configs or not _wants_headroom(row):
+            continue
+        fresh_kernel = ready.fresh_kernel()
+        if fresh_kernel is None or not hasattr(fresh_kernel, "precompile"):
+            row["headroom_method"] = "not measured: the kernel file does not define the kernel"
+            continue
+        timings_s = TIMING_S_ESTIMATE * ((row.get("candidate_configs") or 0) + 1)
+        if budget_s is not None and time.time() - t0 + planned_s + timings_s > budget_s:
+            continue  # run() says the budget did not reach it; a later kernel with fewer configs may fit
+        try:
+            if not fresh_kernel.launchers:  # decorated, not compiled yet: run() would do this lazily
+                fresh_kernel.precompile()
+            ready.compiled = True
+            planned_s += timings_s
+        except Exception as e:  # noqa: BLE001
+            row["headroom_method"] = f"not measured: {_error(e)}"
+    table["prepare_s"] = round(time.time() - t0, 3)
+    return prepared
+
+
+def _wants_headroom(row: dict) -> bool:
+    """Something to choose: more than one candidate config, or a chosen config outside them."""
+    return not (row.get("candidate_configs") == 1 and row.get("chosen_is_candidate"))
+
+
+def time_alone(row: dict, ready: Prepared, peak_gbps: float | None) -> dict:
     """Pass 1, every selected kernel: the job's kernel (the config the job chose) alone on
     its file's get_args() inputs, with its bytes, bandwidth, registers and spills."""
-    fresh, args = _fresh_args(row)
-    launcher = job_kernel.launchers[0]
+    args = ready.fresh.get_args()
+    launcher = ready.kernel.launchers[0]
     stream = raw_stream(torch.cuda.current_device())
-    ms = benchmark_gpu(lambda: job_kernel.run(*args, stream=stream))
+    ms = benchmark_gpu(lambda: ready.kernel.run(*args, stream=stream))
     row.update(
         standalone_ms=ms,
         profiled_ms_per_launch=row["step_ms"] / row["launches"] if row.get("launches") else None,
@@ -78,32 +153,23 @@ def time_alone(row: dict, job_kernel, peak_gbps: float | None) -> dict:
         spills=getattr(launcher, "n_spills", None),
         shared_bytes=getattr(launcher, "shared", None),
     )
-    # The candidates as Inductor generated them (the fresh load ignores the job's
-    # .best_config, which cuts a cache-hit kernel's list down to the winner).
-    candidates = [config_key(c) for c in getattr(getattr(fresh, row["name"], None), "configs", None) or []]
-    row.update(candidate_configs=len(candidates) or None,
-               chosen_is_candidate=config_key(launcher.config) in candidates if candidates else None)
-    del args, fresh
+    del args
     return row
 
 
-def headroom(row: dict, job_kernel) -> dict:
+def headroom(row: dict, ready: Prepared) -> dict:
     """Pass 2, costliest first while the budget lasts: every candidate config of the kernel
-    (the fresh load's launchers) and the job's chosen one, each timed the same way on the
-    same inputs: the launcher alone under Inductor's benchmarker. Not through the kernel's
-    own benchmark_all_configs() (the first GPU run's method): its times disagreed with the
-    same config timed alone (resnet18 b32: 0.062 against 0.029 ms), so that chosen configs
-    read 50 to 85% behind another candidate. Its timed call also clones every mutated
-    argument and zeroes buffers (CachingAutotuner.bench), a likely cause. Configs that spill more
-    than Inductor's threshold are left out, as Inductor's autotuner leaves them out. Under
-    max-autotune, coordinate descent may have chosen a config outside the candidates."""
-    fresh, args = _fresh_args(row)
-    fresh_kernel = getattr(fresh, row["name"], None)
-    if fresh_kernel is None or not hasattr(fresh_kernel, "precompile"):
-        row["headroom_method"] = "not measured: the kernel file does not define the kernel"
-        return row
-    if not fresh_kernel.launchers:  # decorated, not compiled yet: run() would do this lazily
-        fresh_kernel.precompile()
+    (the fresh load's launchers, compiled by prepare()) and the job's chosen one, each timed
+    the same way on the same inputs: the launcher alone under Inductor's benchmarker. Not
+    through the kernel's own benchmark_all_configs() (the first GPU run's method): its times
+    disagreed with the same config timed alone (resnet18 b32: 0.062 against 0.029 ms), so
+    that chosen configs read 50 to 85% behind another candidate. Its timed call also clones
+    every mutated argument and zeroes buffers (CachingAutotuner.bench), a likely cause.
+    Configs that spill more than Inductor's threshold are left out, as Inductor's autotuner
+    leaves them out. Under max-autotune, coordinate descent may have chosen a config
+    outside the candidates."""
+    fresh_kernel = ready.fresh_kernel()
+    args = ready.fresh.get_args()
     stream = raw_stream(torch.cuda.current_device())
     spill_limit = fresh_kernel.inductor_meta.get("spill_threshold", 16)
 
@@ -112,9 +178,9 @@ def headroom(row: dict, job_kernel) -> dict:
 
     timings = {config_key(launcher.config): alone(launcher) for launcher in fresh_kernel.launchers
                if (getattr(launcher, "n_spills", 0) or 0) <= spill_limit}
-    chosen_launcher = job_kernel.launchers[0]
+    chosen_launcher = ready.kernel.launchers[0]
     chosen = alone(chosen_launcher)
-    del args, fresh
+    del args
     outside = config_key(chosen_launcher.config) not in timings
     best = min(timings.values()) if timings else None
     row.update(configs_tried=len(timings), chosen_config_ms=chosen, best_config_ms=best,
@@ -126,12 +192,15 @@ def headroom(row: dict, job_kernel) -> dict:
     return row
 
 
-def run(table: dict, kernels_by_name: dict, budget_s: float | None = None) -> dict:
-    """Benchmark the selected rows of `table` (a job's kernel_table on a GPU), within
-    `budget_s` seconds (None: no limit): every kernel alone first (cheap), then the autotune
-    headroom of the costliest kernels with more than one candidate config (each re-times all
-    its configs) while time is left. Rows the budget did not reach say so."""
-    t0 = time.time()
+def run(table: dict, prepared: dict[str, Prepared], budget_s: float | None = None,
+        prepare_s: float = 0.0) -> dict:
+    """The timed half (holding the GPU's lease), on what prepare() readied, within what is
+    left of `budget_s` seconds after its `prepare_s` (None: no limit): every kernel alone
+    first (cheap), then the autotune headroom of the costliest kernels with more than one
+    candidate config (each re-times all its configs) while time is left. Rows the budget
+    did not reach say so."""
+    t0 = time.time() - prepare_s
+    t_prepared = time.time()
     peak = peak_bandwidth_gbps()
     t_peak = time.time()
     table.update(peak_bandwidth_gbps=peak, budget_s=budget_s, method=(
@@ -143,40 +212,46 @@ def run(table: dict, kernels_by_name: dict, budget_s: float | None = None) -> di
     def over(next_s: float = 0.0) -> bool:
         return budget_s is not None and time.time() - t0 + next_s > budget_s
 
+    def not_reached() -> str:
+        return f"not measured: past the microbenchmark budget ({budget_s:.0f} s)"
+
     todo = []
     for row in table["rows"]:
-        kernel = kernels_by_name.get(row["name"])
-        if kernel is None or not row.get("kernel_path") or not getattr(kernel, "launchers", None):
-            row["error"] = "kernel object or file not found in the compiled modules"
-        elif over():
-            row["error"] = f"not measured: past the microbenchmark budget ({budget_s:.0f} s)"
-        else:
-            try:
-                time_alone(row, kernel, peak)
-                todo.append((row, kernel))
-            except Exception as e:  # noqa: BLE001 - one kernel's failure is noted, not fatal
-                row["error"] = _error(e)
+        ready = prepared.get(row["name"])
+        if ready is None:
+            continue  # prepare() noted why in the row
+        if over():
+            row["error"] = not_reached()
+            continue
+        try:
+            time_alone(row, ready, peak)
+            todo.append((row, ready))
+        except Exception as e:  # noqa: BLE001 - one kernel's failure is noted, not fatal
+            row["error"] = _error(e)
     t_alone = time.time()
     spent, configs_timed = 0.0, 0  # what the headroom timings so far cost, to predict the next
-    for row, kernel in todo:
-        if row.get("candidate_configs") == 1 and row.get("chosen_is_candidate"):
+    for row, ready in todo:
+        if not _wants_headroom(row):
             row.update(configs_tried=1, headroom_pct=0.0, headroom_method="one candidate config: nothing to choose")
-        elif over(mb.headroom_estimate_s(spent, configs_timed, row.get("candidate_configs"))):
+        elif "headroom_method" in row:
+            continue  # prepare() could not compile its configs, and said why
+        elif not ready.compiled or over(mb.headroom_estimate_s(spent, configs_timed, row.get("candidate_configs"))):
             # a later kernel with fewer configs may still fit
-            row["headroom_method"] = f"not measured: past the microbenchmark budget ({budget_s:.0f} s)"
+            row["headroom_method"] = not_reached()
         else:
             started = time.time()
             try:
-                headroom(row, kernel)
+                headroom(row, ready)
             except Exception as e:  # noqa: BLE001
                 row["headroom_method"] = f"not measured: {_error(e)}"
             spent += time.time() - started
             configs_timed += (row.get("configs_tried") or 0) + 1
     torch.cuda.empty_cache()
     table["seconds"] = round(time.time() - t0, 3)
-    # where the phase's seconds went, to see which pass to make cheaper
-    table["pass_s"] = {"peak_bandwidth": round(t_peak - t0, 3), "alone": round(t_alone - t_peak, 3),
-                       "headroom": round(time.time() - t_alone, 3)}
+    # where the phase's seconds went, to see which pass to make cheaper; `prepare` ran
+    # without the GPU's lease, the others held it
+    table["pass_s"] = {"prepare": round(prepare_s, 3), "peak_bandwidth": round(t_peak - t_prepared, 3),
+                       "alone": round(t_alone - t_peak, 3), "headroom": round(time.time() - t_alone, 3)}
     return table
 
 

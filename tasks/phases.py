@@ -1,7 +1,8 @@
 """The job's chain, one function a phase, over one small context (tasks/job.py runs them):
 
     setup -> build -> eager -> compile -> warmup -> timing -> steady_loop
-          -> time_modules -> profile_step -> profile_modules -> microbench
+          -> time_modules -> profile_step -> profile_modules -> microbench_prepare
+          -> microbench
 
 Every unprofiled measurement comes before any profile: a profiler session can leave
 per-launch overhead behind. Each phase fills its part of the record (docs/result-schema.md).
@@ -72,6 +73,7 @@ class JobContext:
     checkpoint: object = None  # tasks.autotune_checkpoint.AutotuneCheckpoint while an autotune=on job compiles
     autotune_gpus: int = 1  # GPUs the launcher gave the job: the spare ones are for its autotune benchmarking
     lease: object = None  # tasks.gpu_lease.GpuLease: held for whatever the job times on its GPU
+    microbench_ready: dict | None = None  # kernel name -> tasks.kernel_bench.Prepared, between the two microbench phases
 
     @property
     def measure(self) -> dict:

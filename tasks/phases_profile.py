@@ -79,22 +79,44 @@ def wants_microbench(ctx: JobContext) -> bool:
     return ctx.device == "cuda" and ctx.measure["microbench"] and bool(ctx.record["kernel_table"]["rows"])
 
 
-def microbench(ctx: JobContext) -> None:
-    """Standalone benchmarks of the kernels that matter, within a share of the compile's
-    seconds (measure.microbench_budget_pct); the breakdown stands without them. A compile
-    loaded from the compile store counts as long as the cold one it came from, so that a
-    warm job measures as many kernels as the cold one did."""
-    from sweeper.analysis import kernels as mb
-    from tasks import kernel_bench
+def _microbench_budget(ctx: JobContext) -> float | None:
+    """Seconds for the microbenchmarks, preparation and timing together: a share of the
+    compile's seconds (measure.microbench_budget_pct). A compile loaded from the compile
+    store counts as long as the cold one it came from, so that a warm job measures as many
+    kernels as the cold one did."""
     from tasks.phases import cold_compile_s
 
-    table = ctx.record["kernel_table"]
-    say(f"microbenchmark {len(table['rows'])} kernels")
     pct = ctx.measure["microbench_budget_pct"] or 0
     basis = cold_compile_s(ctx) or ctx.timings["compile_s"] + ctx.timings["warmup_s"]
-    budget = pct / 100 * basis if pct > 0 else None
+    return pct / 100 * basis if pct > 0 else None
+
+
+def prepare_microbench(ctx: JobContext) -> None:
+    """The microbenchmarks' CPU half, without the GPU's lease: each kernel file loaded
+    afresh and the candidate configs compiled (tasks/kernel_bench.prepare)."""
+    from tasks import kernel_bench
+
+    table = ctx.record["kernel_table"]
+    say(f"prepare {len(table['rows'])} kernels for their microbenchmarks")
     try:
-        kernel_bench.run(table, kernel_bench.kernel_objects(ctx.capture.modules), budget)
-    except Exception as e:  # noqa: BLE001
+        ctx.microbench_ready = kernel_bench.prepare(table, kernel_bench.kernel_objects(ctx.capture.modules),
+                                                    _microbench_budget(ctx))
+    except Exception as e:  # noqa: BLE001 - the breakdown stands without the microbenchmarks
         table["error"] = f"microbenchmarks failed: {failure_reason(e, ctx.cfg)}"
+
+
+def microbench(ctx: JobContext) -> None:
+    """Standalone benchmarks of the kernels that matter, on what prepare_microbench readied,
+    within what is left of the budget (_microbench_budget); the breakdown stands without them."""
+    from sweeper.analysis import kernels as mb
+    from tasks import kernel_bench
+
+    table = ctx.record["kernel_table"]
+    ready, ctx.microbench_ready = ctx.microbench_ready, None
+    if ready is not None:
+        say(f"microbenchmark {len(ready)} kernels")
+        try:
+            kernel_bench.run(table, ready, _microbench_budget(ctx), table.get("prepare_s") or 0.0)
+        except Exception as e:  # noqa: BLE001
+            table["error"] = f"microbenchmarks failed: {failure_reason(e, ctx.cfg)}"
     say(mb.microbench_outcome(table))

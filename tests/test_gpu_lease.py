@@ -96,6 +96,48 @@ def test_a_killed_holder_frees_the_gpu(tmp_path):
     lease.release()
 
 
+# One of three jobs on a GPU, from a common start: "phases" holds the lease for its warm-up,
+# then enters its timing phase at +1.5 s; "waiter" wants the lease for its own warm-up from
+# +0.3 s; "compile" wants it for one benchmark from +0.6 s.
+ROLE = """
+import sys, time
+from tasks.gpu_lease import GpuLease
+folder, job, log, start, role = sys.argv[1:6]
+start = float(start)
+lease = GpuLease("GPU-test", folder, job, log_path=log)
+def at(s):
+    time.sleep(max(0.0, start + s - time.time()))
+if role == "phases":
+    at(0.0); lease.for_phase("warmup", True)
+    at(1.5); lease.for_phase("timing", True)
+    time.sleep(0.2); lease.end()
+elif role == "waiter":
+    at(0.3); lease.for_phase("warmup", True); time.sleep(0.1); lease.end()
+else:
+    at(0.6)
+    with lease.hold("benchmark"):
+        time.sleep(0.1)
+print(lease.report()["yielded"], flush=True)
+"""
+
+
+def test_a_compiles_benchmark_goes_between_two_phases_of_the_holder(tmp_path):
+    """The compile's benchmark waits only until the holder's next phase (which gives the
+    lease up, then takes it back before the job that waits to start its phases)."""
+    log = tmp_path / "lease.log"
+    start = str(time.time() + 3)
+    procs = {role: subprocess.Popen([sys.executable, "-c", ROLE, str(tmp_path / "locks"), job, str(log), start, role],
+                                    cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                                    env=dict(os.environ, PYTHONPATH=str(ROOT)))
+             for job, role in (("0", "phases"), ("1", "waiter"), ("2", "compile"))}
+    yielded = {role: int(p.communicate(timeout=60)[0].strip()) for role, p in procs.items()}
+    assert all(p.returncode == 0 for p in procs.values())
+    order = [(line.split()[2], line.split()[5]) for line in sorted(log.read_text().splitlines(), key=lambda l: float(l.split()[3]))]
+    assert order == [("0", "warmup"), ("2", "benchmark"), ("0", "timing"), ("1", "warmup")]
+    assert yielded["phases"] == 1 and overlapping(holds(log)) == []
+    assert not list((tmp_path / "locks").glob("*.bench.*")) and not list((tmp_path / "locks").glob("*.resume.*"))
+
+
 def test_the_lease_is_reentrant_across_a_jobs_threads(tmp_path):
     """A job's phase holds the lease while Inductor benchmarks a choice from a helper thread:
     no deadlock, and the helper's hold is the phase's."""

@@ -151,3 +151,22 @@ def test_a_kernel_file_that_cannot_be_written_again_keeps_its_path(tmp_path):
     cut = tmp_path / "forward_0.py"
     cut.write_text(source[: source.index(f"{name} = async_compile.triton(") + 200])
     assert kernel_files([SimpleNamespace(path=str(cut))]) == {name: path}
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="the load failure needs a machine without a GPU")
+def test_prepare_notes_each_kernel_it_cannot_ready(tmp_path):
+    """The microbenchmarks' untimed half (tasks/kernel_bench.prepare) readies only what it can
+    load, and each other row says why; here a real H200 kernel file cannot load (no GPU
+    backend), and one row has no kernel object at all."""
+    from tasks import kernel_bench
+
+    class Launched:  # stands for the job's compiled kernel, which needs a GPU to exist
+        launchers = [object()]
+
+    table = {"rows": [{"name": "triton_poi_a", "kernel_path": str(H200 / "triton_poi.py")},
+                      {"name": "triton_red_b", "kernel_path": str(H200 / "triton_red.py")}]}
+    ready = kernel_bench.prepare(table, {"triton_poi_a": Launched()}, budget_s=10.0)
+    assert ready == {}
+    assert table["rows"][0]["error"].startswith("RuntimeError: Could not find an active GPU backend")
+    assert table["rows"][1]["error"] == "kernel object or file not found in the compiled modules"
+    assert table["prepare_s"] >= 0
