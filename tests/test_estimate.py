@@ -40,3 +40,14 @@ def test_a_job_is_the_same_job_whatever_the_order_of_its_overrides_and_its_sweep
     b = estimate.job_identity(["+sweep=nightly", "autotune=on", "model=resnet50", "timeout_s=60", "yes=true"])
     assert a == b == "+sweep=nightly autotune=on model=resnet50"
     assert a != estimate.job_identity(["model=resnet50", "autotune=off", "+sweep=nightly"])
+
+
+def test_an_override_that_sets_the_default_is_the_default_job():
+    """`make demo` records the default job (no overrides); a dry run of model=resnet18
+    autotune=off is the same job and finds its duration."""
+    assert estimate.job_identity([]) == estimate.job_identity(["model=resnet18", "autotune=off", "amp=on",
+                                                               "measure.timed_steps=20", "batch_size=null"]) == ""
+    assert estimate.job_identity(["model=resnet18", "autotune=on"]) == "autotune=on"
+    assert estimate.job_identity(["batch_size=2"]) == "batch_size=2"  # the CPU default, but not the declared one
+    # a chosen config group may set another model: model=resnet18 then says something
+    assert estimate.job_identity(["+sweep=nightly", "model=resnet18"]) == "+sweep=nightly model=resnet18"

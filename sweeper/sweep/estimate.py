@@ -25,10 +25,56 @@ _NOT_THE_JOB = {"dry_run", "yes", "confirm_above", "timeout_s", "autotune_store"
 
 
 def job_identity(overrides: list[str]) -> str:
-    """The job's overrides that say what it measures, sorted: the same job in any sweep."""
+    """The job's overrides that say what it measures, sorted: the same job in any sweep. An
+    override that sets a key to its declared default (`model=resnet18`, `autotune=off`) is
+    the default job's too, and is left out, unless a config group (`+sweep=...`) is chosen,
+    whose values such an override may be setting back."""
     keep = [o for o in overrides if not o.startswith("hydra.")
             and o.lstrip("+~").split("=", 1)[0].split(".")[0] not in _NOT_THE_JOB]
+    if not any("/" in o.split("=", 1)[0] or o.lstrip("+").split("=", 1)[0] in _groups() for o in keep):
+        defaults = _default_texts()
+        keep = [o for o in keep if _text_of(o.lstrip("+").split("=", 1)) != defaults.get(o.lstrip("+").split("=", 1)[0])]
     return " ".join(sorted(keep))
+
+
+def _groups() -> set[str]:
+    """conf/'s config groups (sweep, case, ...)."""
+    conf = Path(__file__).resolve().parent.parent.parent / "conf"
+    return {p.name for p in conf.iterdir() if p.is_dir()} if conf.is_dir() else set()
+
+
+def _text_of(pair: list[str]) -> str | None:
+    """An override's value as _default_texts() writes a default: on/true -> true, off/false
+    -> false, null, else as given."""
+    if len(pair) != 2:
+        return None
+    value = pair[1].strip()
+    words = {"on": "true", "true": "true", "off": "false", "false": "false", "null": "null"}
+    return words.get(value.lower(), value)
+
+
+def _default_texts() -> dict[str, str]:
+    """Each declared key (measure.* too) -> its default, as text (sweeper/sweep/config.py)."""
+    import dataclasses
+    from enum import Enum
+
+    from sweeper.sweep.config import JobConfig
+
+    def text(value) -> str:
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if value is None:
+            return "null"
+        return str(value.value if isinstance(value, Enum) else value)
+
+    out = {}
+    for f in dataclasses.fields(JobConfig):
+        value = getattr(JobConfig(), f.name)
+        if dataclasses.is_dataclass(value):
+            out.update({f"{f.name}.{g.name}": text(getattr(value, g.name)) for g in dataclasses.fields(value)})
+        elif not isinstance(value, (dict, list)):
+            out[f.name] = text(value)
+    return out
 
 
 def earlier_durations(outputs: Path, keys: set[str], gpu: str | None) -> tuple[dict[str, float], int]:

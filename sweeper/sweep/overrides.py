@@ -9,9 +9,12 @@ gets sweeper's own message and exit code 2, with or without a `+` in front:
   or `mode=train` stopped in Hydra's own text.
 
 On and off keys take on, off, true or false; choices (mode, device, amp_dtype) their
-names; integer keys integers; null where a key may be unset. Hydra's groups (`+sweep=...`,
-`hydra/launcher=...`), `hydra.*` keys and the free-form dicts (`inductor.*`, `pythons.*`)
-are left to Hydra and their own checks."""
+names; integer keys integers; null where a key may be unset. Beyond its type, each value gets the
+checks a composed job gets (validate.setting_problem: a model timm lacks, a batch of 0),
+`inductor.*` names are looked up in Inductor's config, and device=cuda on a machine with
+no GPU is refused, so that a command with several problems lists them all at once.
+Hydra's groups (`+sweep=...`, `hydra/launcher=...`), `hydra.*` keys and `pythons.*` are
+left to Hydra and their own checks."""
 
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from pathlib import Path
 from typing import get_type_hints
 
 from sweeper.sweep.config import JobConfig
-from sweeper.sweep.validate import SweepConfigError, _undeclared
+from sweeper.sweep.validate import SweepConfigError, _undeclared, setting_problem
 
 BOOL_WORDS = ("on", "off", "true", "false")
 HIDDEN_FROM_CHOICES = {"debug_fault"}
@@ -83,7 +86,7 @@ def problems(args: list[str], groups: set[str]) -> list[str]:
 
     declared = _declarations()
     keys = sorted(k for k in declared if k not in HIDDEN_FROM_CHOICES)
-    parser, out = OverridesParser.create(), []
+    parser, out, inductor = OverridesParser.create(), [], {}
     for arg in args:
         if arg.startswith("-") or "=" not in arg:
             continue
@@ -95,17 +98,42 @@ def problems(args: list[str], groups: set[str]) -> list[str]:
         top = key.split(".")[0]
         if override.is_delete() or top == "hydra" or "/" in key or top in groups or override.package:
             continue
-        if top in ("inductor", "pythons") and key != top:  # free-form: checked by their own checks
+        if top == "inductor" and key != top:  # free-form: Inductor's own config names them
+            inductor[key.split(".", 1)[1]] = override.value()
+            continue
+        if top == "pythons" and key != top:  # free-form: checked when the sweep resolves them
             continue
         if key not in declared:
             out.append(_undeclared(key, keys))
             continue
         for value in _values(override):
-            problem = value_problem(key, value, declared[key])
+            problem = value_problem(key, value, declared[key]) or setting_problem(key, value)
             if problem:
                 out.append(problem)
                 break
+    if inductor:
+        from sweeper.sweep import inductor_options
+
+        out += inductor_options.problems(inductor)
+    if wants_cuda_without_gpu(args):
+        out.append("device=cuda, but there is no GPU here; use device=auto or device=cpu")
     return out
+
+
+def wants_cuda_without_gpu(args: list[str]) -> bool:
+    """device=cuda asked on a machine with no GPU (NVML), for an embedded Ray: a cluster
+    (`hydra.launcher.address`, RAY_ADDRESS) counts its GPUs once joined."""
+    import os
+
+    if not any(a.replace("+", "", 1).split("=", 1)[0] == "device" and "cuda" in a.split("=", 1)[1].split(",")
+               for a in args if "=" in a):
+        return False
+    if os.environ.get("RAY_ADDRESS") or any(a.startswith("hydra.launcher.address=") for a in args):
+        return False
+    from sweeper.sweep.machine import nvml_gpus
+
+    count = nvml_gpus()[0]
+    return count is not None and count <= 0
 
 
 def config_groups(conf_dir: Path) -> set[str]:

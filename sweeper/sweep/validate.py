@@ -48,29 +48,40 @@ def check_declared_keys(cfg: dict) -> None:
                                + "\n".join(f"  {p}" for p in problems))
 
 
+def setting_problem(key: str, value) -> str | None:
+    """What is wrong with one key's value beyond its type (a model timm lacks, a batch of 0,
+    a negative time-out), None if nothing: checked on the command line's values before
+    Hydra composes anything (sweeper/sweep/overrides.py), and on each composed job."""
+    if key == "model":
+        try:
+            check_model_name(str(value))
+        except UnknownModelError as e:
+            return str(e)
+    elif key in ("batch_size", "image_size"):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
+            return f"{key}={value}: must be a positive integer (or left unset for the default)"
+    elif key == "timeout_s":
+        if value is not None and not isinstance(value, bool) and isinstance(value, (int, float)) and value < 0:
+            return f"timeout_s={value}: must be 0 (no limit) or a positive number of seconds"
+    elif key.startswith("measure."):
+        if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
+            return f"{key}={value}: must be a positive integer"
+        if isinstance(value, float) and value < 0:  # a span or a budget share: 0 turns it off
+            return f"{key}={value}: must be 0 or more"
+    elif key == "debug_fault" and value not in FAULTS:
+        return f"debug_fault={value}: one of crash, hang, raise, stall_mid_compile, oom_when_packed (tests only)"
+    return None
+
+
 def job_problems(cfg: dict) -> list[str]:
     problems = undeclared_keys(cfg)
-    try:
-        check_model_name(str(cfg["model"]))
-    except UnknownModelError as e:
-        problems.append(str(e))
-    for key in ("batch_size", "image_size"):
-        value = cfg.get(key)
-        if value is not None and (not isinstance(value, int) or value <= 0):
-            problems.append(f"{key}={value}: must be a positive integer (or left unset for the default)")
-    if cfg.get("timeout_s") is not None and cfg["timeout_s"] < 0:
-        problems.append(f"timeout_s={cfg['timeout_s']}: must be 0 (no limit) or a positive number of seconds")
-    for key, value in (cfg.get("measure") or {}).items():
-        if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
-            problems.append(f"measure.{key}={value}: must be a positive integer")
-        elif isinstance(value, float) and value < 0:  # a span or a budget share: 0 turns it off
-            problems.append(f"measure.{key}={value}: must be 0 or more")
+    settings = [(key, cfg.get(key)) for key in ("model", "batch_size", "image_size", "timeout_s", "debug_fault")]
+    settings += [(f"measure.{key}", value) for key, value in (cfg.get("measure") or {}).items()]
+    problems += [p for key, value in settings if (p := setting_problem(key, value))]
     if cfg.get("inductor"):
         from sweeper.sweep import inductor_options
 
         problems.extend(inductor_options.problems(inductor_options.flatten(cfg["inductor"])))
-    if cfg.get("debug_fault") not in FAULTS:
-        problems.append(f"debug_fault={cfg.get('debug_fault')}: one of crash, hang, raise, stall_mid_compile, oom_when_packed (tests only)")
     return problems
 
 
