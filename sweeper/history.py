@@ -127,6 +127,17 @@ def write_compare(cmp: sw.Comparison, out: Path) -> list[Path]:
     return written
 
 
+def date_limits(times: list) -> tuple | None:
+    """The time axis's ends: the sweeps' span with 5% either side, and at least an hour
+    either side. Left to matplotlib, one sweep (or several within seconds) drew a 2025-2029
+    axis with overlapping labels."""
+    if not times:
+        return None
+    lo, hi = min(times), max(times)
+    pad = max((hi - lo) * 0.05, pd.Timedelta(hours=1))
+    return lo - pad, hi + pad
+
+
 def trend_figure(sweeps: list[Path], out: Path) -> tuple[Path, pd.DataFrame]:
     import matplotlib.dates as mdates
 
@@ -146,11 +157,17 @@ def trend_figure(sweeps: list[Path], out: Path) -> tuple[Path, pd.DataFrame]:
     fig, ax = plt.subplots(figsize=(10, 5))
     for label, g in data.sort_values("started").groupby("label"):
         ax.plot(g["started"], g["step_ms"], marker="o", label=label)
-    ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d\n%H:%M"))
+    limits = date_limits(list(data["started"].dropna()))
+    if limits is not None:
+        ax.set_xlim(*limits)
+    locator = mdates.AutoDateLocator(maxticks=8)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     ax.set_xlabel("sweep started")
     ax.set_ylabel("compiled step, steady loop (ms)")
     ax.set_ylim(bottom=0)
-    ax.set_title(f"compiled step time over the last {len(sweeps)} complete sweeps")
+    ax.set_title("compiled step time of the last complete sweep" if len(sweeps) == 1
+                 else f"compiled step time over the last {len(sweeps)} complete sweeps")
     if len(data):
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     return save(fig, out), data

@@ -264,6 +264,24 @@ def test_history_skips_unfinished_sweeps_with_a_note_and_trends_by_date(tmp_path
     assert sorted(data["started"].dt.strftime("%Y-%m-%d").unique()) == ["2026-11-28", "2026-12-01"]
 
 
+def test_a_trend_of_one_sweep_spans_hours_not_years(tmp_path):
+    """Left to matplotlib, one point drew a 2025-2029 axis with overlapping labels."""
+    import matplotlib.dates as mdates
+    import pandas as pd
+
+    from sweeper.history import date_limits, trend_figure
+
+    one = night(tmp_path / "nightly", "2026-11-28")
+    _, data = trend_figure([one], tmp_path / "one.png")
+    lo, hi = date_limits(list(data["started"]))
+    assert hi - lo == pd.Timedelta(hours=2) and lo < data["started"][0] < hi
+    ticks = mdates.AutoDateLocator(maxticks=8).tick_values(lo, hi)  # what the figure's axis draws
+    assert 2 <= len(ticks) <= 10
+    t0 = pd.Timestamp("2026-11-28T00:00")
+    assert date_limits([t0, t0 + pd.Timedelta(days=20)]) == (t0 - pd.Timedelta(days=1), t0 + pd.Timedelta(days=21))
+    assert date_limits([]) is None
+
+
 def test_compare_without_old_takes_only_a_sweep_that_shares_jobs(tmp_path):
     """A sweep of another grid beside it once counted as the earlier sweep: "0 of 0 jobs
     flagged", exit 0."""
