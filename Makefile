@@ -4,8 +4,8 @@
 # Both install into .venv first; re-running is cheap once .venv/.installed exists.
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-# torch and torchvision pinned as a pair: on the CPU machines this project is developed on,
-# both lie on local disk, and PyPI's torchvision does not import beside a "+cpu" torch.
+# torch and torchvision pinned as a pair: PyPI's torchvision does not import beside
+# another torch (a "+cpu" build, say).
 TORCH  ?= torch==2.14.1 torchvision==0.29.1
 
 .PHONY: install browser demo test clean

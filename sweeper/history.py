@@ -52,6 +52,22 @@ def _f(x, fmt="{:+.1f}") -> str:
     return "–" if x is None or pd.isna(x) else fmt.format(x)
 
 
+def rule_line(jobs: pd.DataFrame, threshold_pct: float, hist: str) -> str:
+    """What flags a job, for the devices the compared jobs ran on: a GPU job by its kernels'
+    time (or its step time with its launches), a CPU job by its step time, the host being
+    its device (sweeper/analysis/regression.py)."""
+    cpu = jobs["gpu_old"].isna() & jobs["gpu_new"].isna()  # as regression.compare_jobs tells a CPU job
+    noise = f"by at least {threshold_pct:g}% beyond the noise of both runs: each run's own, {hist} (docs/method.md)"
+    gpu_rule = "the kernels' time per step, or the step time with the launches per step, changed"
+    cpu_rule = ("the compiled step's time changed (the host is a CPU job's device; a change its eager step "
+                "shares is the host's speed, not judged)")
+    if len(cpu) and cpu.all():
+        return f"flagged: {cpu_rule}, {noise}"
+    if len(cpu) and cpu.any():
+        return f"flagged: on a GPU, {gpu_rule}; on a CPU, {cpu_rule}; {noise}"
+    return f"flagged: {gpu_rule} {noise}"
+
+
 def compare_text(cmp: sw.Comparison, top: int = 10) -> str:
     t = cmp.jobs
     hist = (f"and the spread over the {cmp.history_sweeps} complete sweeps up to the old one"
@@ -60,9 +76,7 @@ def compare_text(cmp: sw.Comparison, top: int = 10) -> str:
         hist = "each pair's two runs in this sweep"
     title = (f"# {cmp.new.path}: {cmp.between[0]}={cmp.between[2]} against {cmp.between[0]}={cmp.between[1]}"
              if cmp.between else f"# {cmp.new.path} against {cmp.old.path}")
-    lines = [title,
-             f"flagged: the kernels' time per step, or the step time with the launches per step, changed by at least "
-             f"{cmp.threshold_pct:g}% beyond the noise of both runs: each run's own, {hist} (docs/method.md)",
+    lines = [title, rule_line(t, cmp.threshold_pct, hist),
              "", "| job | step ms old | step ms new | change % | noise ±% | kernel ms old | kernel ms new | change % "
              "| noise ±% | verdict | why | busy % old -> new |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]

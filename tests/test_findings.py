@@ -129,7 +129,7 @@ def test_pairs_differ_in_one_key_and_the_missions_pair(example):
         ("autotune", "resnet18 b32 infer fp16", "resnet18 b32 infer fp16 autotune"),
         ("model", "densenet121 b16 train fp16", "mixnet_l b128 train fp16")]
     assert pairs[0].name(pairs[0].b) == "cudagraphs=on · densenet121 b16 train fp16 cudagraphs"
-    assert pairs[-1].caption == "densenet121 b16 train fp16 against mixnet_l b128 train fp16 (the mission's pair)"
+    assert pairs[-1].caption == "densenet121 b16 train fp16 against mixnet_l b128 train fp16 (model pair)"
 
 
 def test_a_cpu_sweep_draws_only_what_a_cpu_supports():
@@ -139,3 +139,36 @@ def test_a_cpu_sweep_draws_only_what_a_cpu_supports():
     assert fd.launch_bound(cpu) == [] and fd.layout_conversions(cpu, jobs["kernels"]) == []
     assert fd.memory_bound(pd.DataFrame(columns=jobs["bench"].columns)) == []
     assert fd.across_runs(cpu)[-1].text.startswith("CPU busy side by side")
+
+
+def test_where_the_time_goes_comes_first_for_every_job(example):
+    found, _ = fd.all_findings(example["jobs"], example["cats"], example["kernels"], example["bench"])
+    first = found[:len(example["jobs"])]
+    assert [f.rule for f in first] == ["where_time_goes"] * 6 and len(of(found, "where_time_goes")) == 6
+    step = example["cats"][example["cats"]["scope"] == "step"]
+    for f in first:
+        mine = step[step["label"] == f.scope].sort_values("share_pct", ascending=False)
+        assert f.figures["category"] == mine.iloc[0]["category"]
+        assert f.text.startswith(f"{f.scope}: {mine.iloc[0]['share_pct']:.0f}% of its GPU time a step")
+        assert "oneDNN" not in f.text and "the GPU is busy" in f.text
+    mixnet = of(found, "where_time_goes", "mixnet_l b128 train fp16")[0]
+    assert "Library mm/conv (cuBLAS, cuDNN, CUTLASS, nvjet)" in mixnet.text
+    kernels = example["kernels"]
+    costliest = kernels[(kernels["scope"] == "step") & (kernels["label"] == mixnet.scope)].nlargest(1, "share_pct")
+    assert mixnet.figures["kernel"] == costliest.iloc[0]["kernel"]
+
+
+def test_where_the_time_goes_on_a_cpu_names_cpu_libraries():
+    """A CPU job's sentence (the same rule on a record whose GPU is none)."""
+    jobs = pd.DataFrame([{"job": 0, "label": "resnet18 b2 train bf16", "status": "ok", "gpu": None,
+                          "compiled_step_ms": 77.45, "eager_step_ms": 61.7, "busy_pct": 83.2}])
+    cats = pd.DataFrame([{"job": 0, "label": "resnet18 b2 train bf16", "scope": "step", "category": c,
+                          "device_ms": ms, "share_pct": pct}
+                         for c, ms, pct in (("library_mm_conv", 41.45, 62.1), ("cpp_kernel", 16.17, 24.2),
+                                            ("aten_native", 9.1, 13.7))])
+    kernels = pd.DataFrame([{"job": 0, "scope": "step", "kernel": "aten::convolution_backward",
+                             "category": "library_mm_conv", "share_pct": 43.8}])
+    (f,) = fd.where_time_goes(jobs, cats, kernels)
+    assert f.text == ("resnet18 b2 train bf16: 62% of its CPU time a step (66.7 ms) goes to Library mm/conv "
+                      "(oneDNN, BLAS); its costliest kernel, aten::convolution_backward, 44%; then Inductor C++ "
+                      "kernel 24%. The compiled step takes 77.5 ms against 61.7 ms eager (0.80x).")

@@ -147,6 +147,16 @@ def test_history_compare_names_no_cause_that_cannot_account_for_the_change(tmp_p
     table = pd.read_csv(tmp_path / "cpu_cmp" / "compare_jobs.csv")
     cpu = table[table["gpu_new"].isna()].iloc[0]
     assert cpu["verdict"] == "cannot judge" and "eager step moved +100% too" in cpu["why"], cpu.to_dict()
+    # the header says the rule for what was compared: here one CPU job among GPU ones
+    assert "flagged: on a GPU, the kernels' time per step" in proc.stdout and "on a CPU, the compiled step's time" in proc.stdout
+    assert "flagged: the kernels' time per step" in history("compare", new, old, check_rc=0).stdout  # GPU jobs only
+
+
+def test_the_rule_line_speaks_of_what_ran():
+    from sweeper.history import rule_line
+
+    cpu_only = rule_line(pd.DataFrame({"gpu_old": [None, None], "gpu_new": [None, None]}), 5.0, "no history")
+    assert cpu_only.startswith("flagged: the compiled step's time changed") and "kernels' time" not in cpu_only
 
 
 def test_verdicts_hold_a_change_against_threshold_and_noise():

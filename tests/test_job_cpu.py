@@ -219,6 +219,18 @@ def test_out_of_memory_reason_names_the_batch_size():
     assert _reason(ValueError("bad\nsecond line"), {}) == "ValueError: bad"
 
 
+def test_a_cpu_report_answers_first(training_job):
+    """The report's first finding of a CPU sweep says where its CPU time goes, from its real
+    job, before any caveat."""
+    import html
+    import re
+
+    page = html.unescape((training_job[0].parent / "report.html").read_text())
+    first = re.search(r"<ul class='findings'>\s*<li data-rule='where_time_goes'>(.*?)</li>", page, re.S).group(1)
+    assert re.match(r"test_resnet b2 train bf16: \d+% of its CPU time a step \([\d.]+ ms\) goes to ", first), first
+    assert "costliest kernel" in first and "eager (" in first and "GPU" not in first
+
+
 @pytest.mark.slow
 def test_cpu_report_speaks_of_the_cpu_and_renders_in_a_browser(training_job):
     """A CPU sweep's report says CPU where a GPU sweep's says GPU, and leaves out the

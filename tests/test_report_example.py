@@ -174,5 +174,5 @@ def test_the_first_screen_answers_and_fits_a_desktop_and_a_phone(example, width)
     assert "With CUDA graphs (densenet121 b16 train fp16 cudagraphs) the GPU is busy 91% and the step takes 11.8 ms" in first
     assert "18.6% of densenet121 b16 train fp16's GPU time goes to layout conversions" in first
     assert 'id="fig-shares"' in dom and 'id="fig-pairs"' in dom
-    assert "densenet121 b16 train fp16 against mixnet_l b128 train fp16 (the mission's pair)" in dom
+    assert "densenet121 b16 train fp16 against mixnet_l b128 train fp16 (model pair)" in dom
     assert 'href="#job-0"' in first and 'id="job-0"' in dom  # a finding links to its row

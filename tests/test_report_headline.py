@@ -47,7 +47,7 @@ def test_the_missions_pair_and_each_models_autotune_pair_are_drawn(headline):
     pairs = {f.name: f for f in fg.all_figures(jobs, cats, bench, sweep / "figures-check")}["pairs"]
     assert pairs.path is not None
     assert sum("(autotune only)" in c for c in pairs.jobs) == 2  # mixnet_l and densenet121, off against on
-    assert any("densenet121" in c and "mixnet_l" in c and "the mission's pair" in c for c in pairs.jobs)
+    assert any("densenet121" in c and "mixnet_l" in c and "(model pair)" in c for c in pairs.jobs)
     step = cats[cats["scope"] == "step"]
     assert step.groupby("job")["share_pct"].sum().round(6).eq(100).all()
 

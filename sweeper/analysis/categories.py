@@ -34,11 +34,21 @@ CATEGORIES: dict[str, str] = {
     TRITON_FOREACH: "Triton foreach",
     TRITON_OTHER: "Triton other",
     CPP: "Inductor C++ kernel",
-    LIBRARY: "Library mm/conv (cuBLAS, cuDNN, CUTLASS, nvjet, oneDNN)",
+    LIBRARY: "Library mm/conv (cuBLAS, cuDNN, CUTLASS, nvjet; oneDNN, BLAS on a CPU)",
     ATEN: "ATen native kernel",
     MEMORY: "memcpy/memset",
     OTHER: "other",
 }
+
+# The libraries that run on each device, for labels of one device's figures.
+_LIBRARY_ON = {"GPU": "Library mm/conv (cuBLAS, cuDNN, CUTLASS, nvjet)", "CPU": "Library mm/conv (oneDNN, BLAS)"}
+
+
+def category_label(category: str, device: str = "device") -> str:
+    """A category's label in a figure of `device`'s time ("GPU", "CPU", or "device" for a
+    sweep of both): a CPU run's legend names no GPU library."""
+    return _LIBRARY_ON.get(device, CATEGORIES[category]) if category == LIBRARY else CATEGORIES.get(category, category)
+
 
 _TRITON_PREFIXES = (
     ("triton_poi", TRITON_POINTWISE),

@@ -16,8 +16,9 @@ matplotlib.use("Agg")  # files only; no display on CI or a cluster node
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from sweeper.analysis.categories import CATEGORIES  # noqa: E402
+from sweeper.analysis.categories import CATEGORIES, category_label  # noqa: E402
 from sweeper.reporting import tables  # noqa: E402
+from sweeper.reporting.pairs import MODEL_PAIR  # noqa: E402
 
 # One colour per category in every figure.
 COLORS = dict(zip(CATEGORIES, plt.get_cmap("tab20").colors[::2] + plt.get_cmap("tab20").colors[1::2]))
@@ -79,7 +80,7 @@ def categories_figure(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> 
     fig, ax = plt.subplots(figsize=(11, 1.2 + 0.45 * len(table)))
     left = pd.Series(0.0, index=table.index)
     for cat in table.columns:
-        ax.barh(table.index, table[cat], left=left, color=COLORS.get(cat), label=cat)
+        ax.barh(table.index, table[cat], left=left, color=COLORS.get(cat), label=category_label(cat, device_word(jobs)))
         left += table[cat]
     ax.invert_yaxis()
     ax.set_xlim(0, float(left.max()) * 1.08 or 1)  # headroom: the longest bar stops short of the frame
@@ -95,10 +96,11 @@ def job_order(jobs: pd.DataFrame) -> pd.DataFrame:
     return _ok(jobs).sort_values(["model", "batch_size", "label"])
 
 
-def _stacked(ax, table: pd.DataFrame, legend: bool) -> None:
+def _stacked(ax, table: pd.DataFrame, legend: bool, device: str) -> None:
     left = pd.Series(0.0, index=table.index)
     for cat in table.columns:
-        ax.barh(range(len(table)), table[cat], left=left, color=COLORS.get(cat), label=CATEGORIES[cat] if legend else None)
+        ax.barh(range(len(table)), table[cat], left=left, color=COLORS.get(cat),
+                label=category_label(cat, device) if legend else None)
         left += table[cat]
 
 
@@ -118,8 +120,8 @@ def shares_figure(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> Figu
     ms = step.pivot_table(index="job", columns="category", values="device_ms", aggfunc="sum").reindex(order).fillna(0)
     cols = [c for c in CATEGORIES if c in shares.columns]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(15, 2.2 + 0.42 * len(order)), sharey=True)
-    _stacked(a1, shares[cols], legend=True)
-    _stacked(a2, ms[cols], legend=False)
+    _stacked(a1, shares[cols], legend=True, device=dev)
+    _stacked(a2, ms[cols], legend=False, device=dev)
     a1.set_yticks(range(len(order)), [labels[j] for j in order], fontsize=8)
     a1.invert_yaxis()
     a1.set_xlim(0, 100)
@@ -134,7 +136,7 @@ def shares_figure(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> Figu
 
 def pairs_figure(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> Figure:
     """Pairs of jobs side by side (sweeper/reporting/pairs.py): those differing in one key
-    and the mission's pair, each its two jobs' category shares and busy figures, labelled
+    and the densenet121 / mixnet_l pair, each its two jobs' category shares and busy figures, labelled
     with the key they differ in first."""
     from sweeper.reporting.pairs import all_pairs
 
@@ -143,8 +145,10 @@ def pairs_figure(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> Figur
     step = cats[cats["scope"] == "step"]
     pairs = [p for p in pairs if {p.a["job"], p.b["job"]} <= set(step["job"])]
     if not pairs:
-        return Figure("pairs", title, None, "no two finished jobs differ in one key only (cudagraphs, autotune, amp, "
-                                            "batch_size), and the sweep lacks the densenet121 / mixnet_l pair")
+        note = "no two finished jobs differ in one key only (cudagraphs, autotune, amp, batch_size)"
+        if set(MODEL_PAIR) & set(_ok(jobs)["model"]):  # a sweep of neither model was never after that pair
+            note += f", and the sweep lacks a finished {' / '.join(MODEL_PAIR)} pair"
+        return Figure("pairs", title, None, note)
     fig, axes = plt.subplots(len(pairs), 1, figsize=(13, 1.2 + 1.3 * len(pairs)), squeeze=False)
     seen: set = set()
     for ax, p in zip(axes[:, 0], pairs):
@@ -155,7 +159,8 @@ def pairs_figure(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> Figur
             for cat in CATEGORIES:
                 v = float(shares.get(cat, 0.0))
                 if v:
-                    ax.barh(i, v, left=start, color=COLORS[cat], label=CATEGORIES[cat] if cat not in seen else None)
+                    ax.barh(i, v, left=start, color=COLORS[cat],
+                            label=category_label(cat, device_word(jobs)) if cat not in seen else None)
                     seen.add(cat)
                     start += v
             busy = row.get("busy_pct")

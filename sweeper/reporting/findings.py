@@ -4,6 +4,9 @@ findings out). No model writes them: each comes from one rule with fixed thresho
 guessed. Each one quotes its figures and links to the table row or figure that shows them.
 
 Rules, per job and across jobs:
+- where_time_goes: every finished job, first: the category that holds most of its step's
+  device time (GPU or CPU), its costliest kernel, the next category, and the compiled step
+  against eager: the answer, before any caveat.
 - launch_bound: a GPU step kept busy under LAUNCH_BUSY_PCT with LAUNCH_MIN_KERNELS or more
   kernels a step averaging under LAUNCH_MEAN_US; with what its CUDA-graphs twin did.
 - layout_conversions: LAYOUT_MIN_SHARE_PCT or more of a GPU step in layout transforms
@@ -27,7 +30,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from sweeper.analysis.categories import (CATEGORIES, LIBRARY, TRITON_PERSISTENT, TRITON_POINTWISE, TRITON_REDUCTION,
-                                         TRITON_TEMPLATE)
+                                         TRITON_TEMPLATE, category_label)
 from sweeper.reporting.pairs import one_key_pairs
 
 LAUNCH_BUSY_PCT = 50.0
@@ -82,6 +85,38 @@ def _gpu(row) -> bool:
 
 def _num(x) -> float | None:
     return None if x is None or pd.isna(x) else float(x)
+
+
+def where_time_goes(jobs: pd.DataFrame, cats: pd.DataFrame, kernels: pd.DataFrame) -> list[Finding]:
+    out = []
+    step_cats, step_kernels = cats[cats["scope"] == "step"], kernels[kernels["scope"] == "step"]
+    for _, r in _ok(jobs).iterrows():
+        mine = step_cats[step_cats["job"] == r["job"]].sort_values("share_pct", ascending=False)
+        mine = mine[mine["share_pct"] > 0]
+        if mine.empty:
+            continue
+        dev = "GPU" if _gpu(r) else "CPU"
+        top, total = mine.iloc[0], float(mine["device_ms"].sum())
+        text = (f"{r['label']}: {float(top['share_pct']):.0f}% of its {dev} time a step ({_ms(total)}) goes to "
+                f"{category_label(top['category'], dev)}")
+        figures = {"category": top["category"], "share_pct": float(top["share_pct"]), "device_ms": total}
+        costliest = step_kernels[step_kernels["job"] == r["job"]].sort_values("share_pct", ascending=False)
+        if len(costliest):
+            k = costliest.iloc[0]
+            text += f"; its costliest kernel, {_short(str(k['kernel']))}, {float(k['share_pct']):.0f}%"
+            figures.update(kernel=str(k["kernel"]), kernel_share_pct=float(k["share_pct"]))
+        if len(mine) > 1:
+            nxt = mine.iloc[1]
+            text += f"; then {category_label(nxt['category'], dev)} {float(nxt['share_pct']):.0f}%"
+        text += "."
+        step, eager = _num(r.get("compiled_step_ms")), _num(r.get("eager_step_ms"))
+        if step is not None and eager is not None and step > 0:
+            text += f" The compiled step takes {_ms(step)} against {_ms(eager)} eager ({eager / step:.2f}x)"
+            busy = _num(r.get("busy_pct"))
+            text += f"; the GPU is busy {busy:.0f}% of it." if dev == "GPU" and busy is not None else "."
+            figures.update(compiled_step_ms=step, eager_step_ms=eager)
+        out.append(Finding("where_time_goes", r["label"], text, f"#kernels-{r['job']}", figures))
+    return out
 
 
 def launch_bound(jobs: pd.DataFrame) -> list[Finding]:
@@ -310,9 +345,10 @@ def fold_twins(found: list[Finding], jobs: pd.DataFrame) -> list[Finding]:
 
 def all_findings(jobs: pd.DataFrame, cats: pd.DataFrame, kernels: pd.DataFrame,
                  bench: pd.DataFrame) -> tuple[list[Finding], pd.DataFrame]:
-    """Every finding the sweep's data supports, per job first, then across jobs; and the
-    module-view table (module_view)."""
+    """Every finding the sweep's data supports: where each job's time goes first, then the
+    other per-job rules, then across jobs; and the module-view table (module_view)."""
     views, table = module_view(jobs, cats)
-    found = (launch_bound(jobs) + layout_conversions(jobs, kernels) + autotune(jobs, kernels)
+    found = (where_time_goes(jobs, cats, kernels) + launch_bound(jobs) + layout_conversions(jobs, kernels)
+             + autotune(jobs, kernels)
              + memory_bound(bench) + views + across_runs(jobs))
     return fold_twins(found, jobs), table

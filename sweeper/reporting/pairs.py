@@ -1,7 +1,7 @@
 """Which jobs of a sweep to set side by side (pure: the jobs table in, pairs out): those
-that differ in one key only (CUDA graphs, max-autotune, AMP, batch size), and the
-mission's own pair, the smallest-batch densenet121 job against a mixnet_l job, where the
-sweep has both. The report's pairwise figure and its findings use the same pairs."""
+that differ in one key only (CUDA graphs, max-autotune, AMP, batch size), and the model
+pair, the smallest-batch densenet121 job against a mixnet_l job, where the sweep has both
+(a launch-bound small-batch model against a GPU-bound one). The report's pairwise figure and its findings use the same pairs."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import pandas as pd
 
 # the keys a pair may differ in, as the report names them; amp_dtype follows amp
 PAIR_KEYS = ("cudagraphs", "autotune", "amp", "batch_size")
-MISSION = ("densenet121", "mixnet_l")  # "small-batch densenet vs mixnet"
+MODEL_PAIR = ("densenet121", "mixnet_l")  # small-batch densenet121 against mixnet_l
 
 
 @dataclass(frozen=True)
 class Pair:
-    key: str  # the key they differ in, or "model" for the mission's pair
+    key: str  # the key they differ in, or "model" for the model pair
     a: pd.Series  # the job with the key off (or the smaller value; densenet121)
     b: pd.Series
 
@@ -26,7 +26,7 @@ class Pair:
 
     @property
     def caption(self) -> str:
-        what = "the mission's pair" if self.key == "model" else f"{self.key} only"
+        what = "model pair" if self.key == "model" else f"{self.key} only"
         return f"{self.a['label']} against {self.b['label']} ({what})"
 
 
@@ -62,12 +62,12 @@ def _order(row: pd.Series, key: str):
     return float(v) if key == "batch_size" else bool(v)
 
 
-def mission_pair(jobs: pd.DataFrame) -> Pair | None:
+def model_pair(jobs: pd.DataFrame) -> Pair | None:
     """The smallest-batch finished densenet121 job against the finished mixnet_l job of the
     same mode and variant (else any mixnet_l job), None when the sweep lacks either."""
     ok = jobs[jobs["status"] == "ok"]
-    dense = ok[ok["model"] == MISSION[0]].sort_values(["batch_size", "job"])
-    mix = ok[ok["model"] == MISSION[1]]
+    dense = ok[ok["model"] == MODEL_PAIR[0]].sort_values(["batch_size", "job"])
+    mix = ok[ok["model"] == MODEL_PAIR[1]]
     if dense.empty or mix.empty:
         return None
     d = dense.iloc[0]
@@ -78,5 +78,5 @@ def mission_pair(jobs: pd.DataFrame) -> Pair | None:
 
 def all_pairs(jobs: pd.DataFrame) -> list[Pair]:
     pairs = one_key_pairs(jobs)
-    mission = mission_pair(jobs)
-    return pairs + ([mission] if mission is not None else [])
+    model = model_pair(jobs)
+    return pairs + ([model] if model is not None else [])
