@@ -281,6 +281,9 @@ def test_on_off_keys_take_on_off_true_false():
 
     assert problems(["autotune=on,off", "amp=true", "cudagraphs=False", "measure.eager=off"], set()) == []
     assert problems(["cudagraphs=1"], set()) == ["cudagraphs=1: one of on, off"]
+    # checked as the composed job holds them: a float key's 0 (turns it off), not an integer's
+    assert problems(["measure.steady_loop_s=0", "measure.microbench_budget_pct=0"], set()) == []
+    assert problems(["measure.timed_steps=0"], set()) == ["measure.timed_steps=0: must be a positive integer"]
     # groups and hydra's own keys are left to Hydra; inductor.* names are Inductor's config's
     assert problems(["+sweep=nightly", "hydra/launcher=basic", "hydra.sweep.dir=/x", "+inductor.max_autotune=true"],
                     {"sweep", "case"}) == []

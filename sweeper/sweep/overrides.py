@@ -70,6 +70,14 @@ def value_problem(key: str, value, tp) -> str | None:
     return None
 
 
+def _as_declared(value, tp):
+    """A value as the composed config will hold it: `measure.steady_loop_s=0` parses as the
+    integer 0, but the key is a float, where 0 turns the loop off."""
+    if _plain(tp)[0] is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
 def _values(override) -> list:
     if override.is_sweep_override():
         try:
@@ -107,7 +115,7 @@ def problems(args: list[str], groups: set[str]) -> list[str]:
             out.append(_undeclared(key, keys))
             continue
         for value in _values(override):
-            problem = value_problem(key, value, declared[key]) or setting_problem(key, value)
+            problem = value_problem(key, value, declared[key]) or setting_problem(key, _as_declared(value, declared[key]))
             if problem:
                 out.append(problem)
                 break
