@@ -1,6 +1,7 @@
 # Two commands set everything up on a fresh machine (see README):
 #   make demo   install, then run the default sweep (local, embedded)
 #   make test   install (Chromium too, for the report's browser test), then run the test suite
+#   make test-fast   the tests that need no real compile or sweep of jobs, for development
 # Both install into .venv first; re-running is cheap once .venv/.installed exists.
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -8,7 +9,7 @@ PY     := $(VENV)/bin/python
 # another torch (a "+cpu" build, say).
 TORCH  ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: install browser demo test clean
+.PHONY: install browser demo test test-fast clean
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml Makefile
@@ -32,6 +33,15 @@ browser:
 
 test: install browser
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# For development: the analysis, report, store-order and GPU-lease tests, with no real
+# torch.compile and no sweep of jobs (80 s on 2 cores, 154 tests); `make test` runs all.
+UNIT_TESTS := $(addprefix tests/test_,breakdown.py categories.py config.py estimate.py findings.py gc_watch.py \
+	imports.py kernel_bench.py module_source.py nvml.py order.py record.py summary.py trace.py history.py \
+	report_example.py report_headline.py report.py spare_gpus.py gpu_lease.py launch_speed.py bad_summaries.py \
+	module_thread.py)
+test-fast: install
+	$(PY) -m pytest -q -m "not slow" $(UNIT_TESTS) $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV)
