@@ -41,3 +41,12 @@ def test_reference_categories_follow_wrapper_benchmark():
     assert c.reference_category(c.TRITON_TEMPLATE) == "triton_unknown"
     assert c.reference_category(c.LIBRARY) == "unknown"
     assert c.reference_category(c.MEMORY) == "unknown"
+
+
+def test_a_figure_of_one_device_names_that_devices_libraries():
+    """A CPU run's legend names no GPU library, a GPU run's no CPU one; a sweep of both, all."""
+    assert c.category_label(c.LIBRARY, "CPU") == "Library mm/conv (oneDNN, BLAS)"
+    assert c.category_label(c.LIBRARY, "GPU") == "Library mm/conv (cuBLAS, cuDNN, CUTLASS, nvjet)"
+    assert c.category_label(c.LIBRARY, "device") == c.CATEGORIES[c.LIBRARY]
+    assert "oneDNN" in c.CATEGORIES[c.LIBRARY] and "cuDNN" in c.CATEGORIES[c.LIBRARY]
+    assert c.category_label(c.TRITON_POINTWISE, "CPU") == "Triton pointwise"

@@ -172,3 +172,20 @@ def test_where_the_time_goes_on_a_cpu_names_cpu_libraries():
     assert f.text == ("resnet18 b2 train bf16: 62% of its CPU time a step (66.7 ms) goes to Library mm/conv "
                       "(oneDNN, BLAS); its costliest kernel, aten::convolution_backward, 44%; then Inductor C++ "
                       "kernel 24%. The compiled step takes 77.5 ms against 61.7 ms eager (0.80x).")
+
+
+def test_the_pairs_figure_mentions_the_model_pair_only_where_the_sweep_has_one_of_them(tmp_path):
+    """A resnet18 sweep was never after densenet121 against mixnet_l: its note does not say
+    the pair is missing; a sweep with densenet121 alone does."""
+    from sweeper.reporting.figures import pairs_figure
+
+    def one(model):
+        return pd.DataFrame([{"job": 0, "label": f"{model} b2 train bf16", "status": "ok", "model": model,
+                              "key": f"model={model}", "gpu": None, "batch_size": 2, "mode": "training",
+                              "cudagraphs": False, "autotune": False, "amp": True}])
+
+    cats = pd.DataFrame(columns=["job", "scope", "category", "share_pct"])
+    resnet = pairs_figure(one("resnet18"), cats, tmp_path)
+    assert resnet.path is None and "densenet121" not in resnet.note and "differ in one key only" in resnet.note
+    dense = pairs_figure(one("densenet121"), cats, tmp_path)
+    assert "lacks a finished densenet121 / mixnet_l pair" in dense.note
