@@ -174,6 +174,13 @@ def test_every_bad_value_of_the_command_line_is_listed_at_once(tmp_path):
     assert f"{len(said)} problem(s) found before starting" in proc.stderr
     assert all(line in proc.stderr for line in said), proc.stderr
     assert "resnet18:" not in proc.stderr and _left_nothing(tmp_path)
+    # a chosen config file may name a cluster (hydra.launcher.address): CUDA is left to the
+    # check after composition, which knows the cluster
+    from sweeper.sweep.overrides import wants_cuda_without_gpu
+
+    assert not wants_cuda_without_gpu(["+sweep=nightly", "device=cuda"], {"sweep", "case"})
+    assert not wants_cuda_without_gpu(["device=cuda", "hydra.launcher.address=10.0.0.1:6379"], set())
+    assert wants_cuda_without_gpu(["device=cuda"], set()) == (nvml_gpus()[0] == 0)
 
 
 def test_dry_run_lists_jobs_and_runs_none(tmp_path):

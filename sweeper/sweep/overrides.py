@@ -123,20 +123,24 @@ def problems(args: list[str], groups: set[str]) -> list[str]:
         from sweeper.sweep import inductor_options
 
         out += inductor_options.problems(inductor)
-    if wants_cuda_without_gpu(args):
+    if wants_cuda_without_gpu(args, groups):
         out.append("device=cuda, but there is no GPU here; use device=auto or device=cpu")
     return out
 
 
-def wants_cuda_without_gpu(args: list[str]) -> bool:
+def wants_cuda_without_gpu(args: list[str], groups: set[str]) -> bool:
     """device=cuda asked on a machine with no GPU (NVML), for an embedded Ray: a cluster
-    (`hydra.launcher.address`, RAY_ADDRESS) counts its GPUs once joined."""
+    (`hydra.launcher.address`, RAY_ADDRESS) counts its GPUs once joined, and a chosen config
+    file (`+sweep=...`, `hydra/launcher=...`) may name one, so those are left to the check
+    after composition."""
     import os
 
-    if not any(a.replace("+", "", 1).split("=", 1)[0] == "device" and "cuda" in a.split("=", 1)[1].split(",")
+    keys = [a.lstrip("+").split("=", 1)[0] for a in args if "=" in a]
+    if not any(a.lstrip("+").split("=", 1)[0] == "device" and "cuda" in a.split("=", 1)[1].split(",")
                for a in args if "=" in a):
         return False
-    if os.environ.get("RAY_ADDRESS") or any(a.startswith("hydra.launcher.address=") for a in args):
+    if os.environ.get("RAY_ADDRESS") or any(k.startswith("hydra.launcher.address") or k in groups or "/" in k
+                                            for k in keys):
         return False
     from sweeper.sweep.machine import nvml_gpus
 
