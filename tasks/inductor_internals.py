@@ -391,7 +391,9 @@ def reuse_tuned_configs() -> bool:
     coordinate descent on 215 of them (bench/results/headline/sitting2_configs_retuned.md;
     bench/coordesc_reuse.py checks the hook on one small graph; tests/test_kernel_configs.py).
     So the two places where Inductor tunes a kernel at its first launch look in that cache
-    first; what they find there is what cold tuning of this very kernel source chose."""
+    first; what they find there is what cold tuning of this very kernel source chose. A
+    kernel without coordinate descent (autotune off) loaded from the compile store takes the
+    config its cold run's benchmarking picked the same way (picked_launcher)."""
     try:
         from torch._inductor.runtime.triton_heuristics import CachingAutotuner
     except ImportError:  # a torch built without Triton: nothing is tuned at launch
@@ -403,7 +405,7 @@ def reuse_tuned_configs() -> bool:
     pick_one, descend = CachingAutotuner.autotune_to_one_config, CachingAutotuner._coordinate_descent_tuning
 
     def autotune_to_one_config(self, *args, **kwargs):
-        launcher = cached_launcher(self, self.launchers)
+        launcher = cached_launcher(self, self.launchers) or picked_launcher(self, self.launchers)
         if launcher is None:
             return pick_one(self, *args, **kwargs)
         self.launchers = [launcher]
@@ -518,6 +520,44 @@ def cached_launcher(tuner, launchers: list):
     launcher.config.found_by_coordesc = True
     _reused_configs[0] += 1
     return launcher
+
+
+def picked_launcher(tuner, launchers: list):
+    """For a kernel without coordinate descent (autotune off): the launcher of the config its
+    own benchmarking picked in the run that compiled it, where Inductor does not look. A
+    kernel loaded from the compile store keeps that run's cache path, gone with its scratch
+    folder, so Inductor benchmarked every config again (on an H200, 883 benchmarks in a warm
+    mixnet_l job, 74 s beside other jobs) and wrote its pick back there, into the dead folder,
+    where only a later run found it. The file the compile store put in this job's cache, at
+    the same place, is read instead; a config that is not among `launchers`, or a file of
+    another candidate list (configs_hash), is not taken. None: Inductor picks as it would."""
+    import json
+
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    cache = getattr(getattr(tuner, "save_cache_hook", None), "__self__", None)
+    local = getattr(cache, "local_cache", None)
+    if not local or tuner.inductor_meta.get("coordinate_descent_tuning") or len(launchers) < 2:
+        return None
+    path = Path(local[1])
+    if path.exists():  # at the kernel's own path: Inductor's own read finds it
+        return None
+    here = Path(cache_dir()) / path.parent.name / path.name
+    try:
+        data = json.loads(here.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("configs_hash") != cache.configs_hash:
+        return None
+    # matched as Inductor's own cache read matches a picked config (autotune_cache.py:
+    # _load_cached_autotuning): its block sizes, warps and stages, one launcher exactly
+    matching = [one for one in launchers
+                if all(value == data.get(key) for key, value in one.config.kwargs.items())
+                and one.config.num_warps == data.get("num_warps") and one.config.num_stages == data.get("num_stages")]
+    if len(matching) != 1:
+        return None
+    _reused_configs[0] += 1
+    return matching[0]
 
 
 def config_key(config) -> tuple:

@@ -259,3 +259,43 @@ def test_a_renamed_kernel_of_the_same_code_finds_its_config(tmp_path):
     assert got["other_code"] == "benchmark"
     # the renamed kernel's config is among the job's entries under its own name, for the store
     assert len(st.job_documents(second, "sys")["sys"]["kernel_configs"]) == 2
+
+
+# In a job process of a default (autotune off) job: a kernel loaded from the compile store,
+# whose cache object points at the cold run's cache (gone), with the config that run's
+# benchmarking picked put in this job's cache at the same place (as the compile store puts
+# it); then the same with a config of another candidate list, and with none.
+PICKED = REUSE.split("key, path = PyCodeCache.write(source)")[0].replace(
+    '"coordinate_descent_tuning": True', '"coordinate_descent_tuning": False') + r"""
+key, path = PyCodeCache.write(source)
+AutotuneCache.create(meta, path, "hashA").save(candidates[1], time_taken_ns=3_000_000)  # the cold run's pick
+_, other = PyCodeCache.write(source + "\n# another kernel\n")
+AutotuneCache.create(meta, other, "hashB").save(candidates[1], time_taken_ns=3_000_000)  # another candidate list
+inductor.reuse_tuned_configs()
+def loaded(p):  # a kernel of a loaded compile: its cache path is the cold run's
+    return Tuner("/nonexistent/cold_run/inductor/" + "/".join(Path(p).parts[-2:]), candidates)
+moved, foreign = loaded(path), loaded(other)
+here = Tuner(path, candidates)  # the file beside the kernel itself: Inductor's own read, not the hook's
+out = {"moved": tuned(lambda: CachingAutotuner.autotune_to_one_config(moved)),
+       "launchers": [dict(l.config.kwargs, num_warps=l.config.num_warps) for l in moved.launchers],
+       "foreign": tuned(lambda: CachingAutotuner.autotune_to_one_config(foreign)),
+       "own_path": tuned(lambda: CachingAutotuner.autotune_to_one_config(here)),
+       "dead_path_written": Path("/nonexistent/cold_run").exists(),
+       "reused": inductor.tuned_configs_reused()}
+print(json.dumps(out))
+"""
+
+
+def test_a_default_jobs_loaded_kernel_launches_with_the_config_its_cold_run_picked(tmp_path):
+    """On an H200 a warm default mixnet_l job (its compile from the compile store) benchmarked
+    all 883 configs of its kernels again: they point at the cold run's cache, gone, where
+    Inductor looks for the pick. The hook reads this job's copy at the same place."""
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", PICKED, str(KERNEL)], env=env, capture_output=True, text=True,
+                         timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["moved"] is None and got["launchers"] == [{"XBLOCK": 1024, "num_warps": 4}]  # no benchmark
+    assert got["foreign"] == "benchmark"  # another candidate list: Inductor picks as it would
+    assert got["own_path"] == "benchmark"  # not the hook's case (Inductor's own read cuts the list at decoration)
+    assert got["reused"] == 1 and not got["dead_path_written"]
