@@ -460,20 +460,17 @@ def cached_coordesc_config(tuner):
     code under another name (renamed_config) is written as this kernel's file and used."""
     import json
 
-    from torch._inductor.runtime.cache_dir_utils import cache_dir
-
     cache = getattr(getattr(tuner, "save_cache_hook", None), "__self__", None)
     local = getattr(cache, "local_cache", None)
     if not local or not tuner.inductor_meta.get("coordinate_descent_tuning"):
         return None
     path = Path(local[1])
     if not path.exists():  # a kernel from an earlier run's compile (the compile store) keeps that run's
-        path = Path(cache_dir()) / path.parent.name / path.name  # cache path; the file is here, at the same place
+        path = in_this_cache(path)  # cache path; the file is here, at the same place
     renamed = None  # the kernel file whose code found a seeded config under another name
     if not path.exists():  # perhaps the same code under another name: a seeded config by its code key
         filename = getattr(tuner, "filename", None)
-        candidates = [Path(filename), Path(cache_dir()) / Path(filename).parent.name / Path(filename).name] \
-            if filename else []
+        candidates = [Path(filename), in_this_cache(Path(filename))] if filename else []
         renamed = next((f for f in candidates if f.exists()), None)
         text = renamed_config(renamed) if renamed else None
     else:
@@ -522,6 +519,14 @@ def cached_launcher(tuner, launchers: list):
     return launcher
 
 
+def in_this_cache(path: Path) -> Path:
+    """A file of an earlier run's Inductor cache at the same place in this process's cache
+    (<cache>/<two characters>/<file>): where the compile store puts a loaded compile's files."""
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    return Path(cache_dir()) / path.parent.name / path.name
+
+
 def picked_launcher(tuner, launchers: list):
     """For a kernel without coordinate descent (autotune off): the launcher of the config its
     own benchmarking picked in the run that compiled it, where Inductor does not look. A
@@ -533,8 +538,6 @@ def picked_launcher(tuner, launchers: list):
     another candidate list (configs_hash), is not taken. None: Inductor picks as it would."""
     import json
 
-    from torch._inductor.runtime.cache_dir_utils import cache_dir
-
     cache = getattr(getattr(tuner, "save_cache_hook", None), "__self__", None)
     local = getattr(cache, "local_cache", None)
     if not local or tuner.inductor_meta.get("coordinate_descent_tuning") or len(launchers) < 2:
@@ -542,9 +545,8 @@ def picked_launcher(tuner, launchers: list):
     path = Path(local[1])
     if path.exists():  # at the kernel's own path: Inductor's own read finds it
         return None
-    here = Path(cache_dir()) / path.parent.name / path.name
     try:
-        data = json.loads(here.read_text())
+        data = json.loads(in_this_cache(path).read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("configs_hash") != cache.configs_hash:

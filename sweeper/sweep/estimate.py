@@ -31,16 +31,19 @@ def job_identity(overrides: list[str]) -> str:
     whose values such an override may be setting back."""
     keep = [o for o in overrides if not o.startswith("hydra.")
             and o.lstrip("+~").split("=", 1)[0].split(".")[0] not in _NOT_THE_JOB]
-    if not any("/" in o.split("=", 1)[0] or o.lstrip("+").split("=", 1)[0] in _groups() for o in keep):
+    pairs = [o.lstrip("+").split("=", 1) for o in keep]
+    if not any("/" in pair[0] or pair[0] in _groups() for pair in pairs):
         defaults = _default_texts()
-        keep = [o for o in keep if _text_of(o.lstrip("+").split("=", 1)) != defaults.get(o.lstrip("+").split("=", 1)[0])]
+        keep = [o for o, pair in zip(keep, pairs) if _text_of(pair) != defaults.get(pair[0])]
     return " ".join(sorted(keep))
 
 
 def _groups() -> set[str]:
-    """conf/'s config groups (sweep, case, ...)."""
+    """conf/'s config groups (sweep, case, ...), as the command line's check reads them."""
+    from sweeper.sweep.overrides import config_groups
+
     conf = Path(__file__).resolve().parent.parent.parent / "conf"
-    return {p.name for p in conf.iterdir() if p.is_dir()} if conf.is_dir() else set()
+    return config_groups(conf) if conf.is_dir() else set()
 
 
 def _text_of(pair: list[str]) -> str | None:
