@@ -57,13 +57,16 @@
 #          (default tests/fixtures/h200/headline_store.tgz) imported, then the mission's
 #          command packed (auto) into $S/packed_run2 (the store-imported second run of a
 #          fresh machine), packed into $S/packed_night (every compile from the compile
-#          store the packed run filled) and one job a GPU (jobs_per_gpu=1) into
-#          $S/serial_night; each after its dry run, with nvidia-smi's utilization at 1 s
-#          ($S/smi_<run>.csv); then `history compare --kernels` of each packed run against
-#          the serial one and bench/gpu_idle.py; GRID=1 adds a cold grid with max-autotune
-#          (resnet18 b32 inference, autotune on,off x CUDA graphs off,on; a store of each
-#          run's own, no compile store) packed, then one job a GPU, and bench/store_diff.py
-#          of their stores; stopped UNTIL_S seconds after the start if given; results:
+#          store the packed run filled), one job a GPU (jobs_per_gpu=1) into
+#          $S/serial_night and packed without pausing the other jobs while one times
+#          (pause_while_timing=false; UNPAUSED=0 leaves it out) into $S/unpaused_night;
+#          each after its dry run, with nvidia-smi's utilization at 1 s ($S/smi_<run>.csv);
+#          then `history compare --kernels` of each packed run against the one-job night,
+#          and bench/gpu_idle.py. GRID="packed serial serial2" (any of them, in order) adds
+#          a cold max-autotune grid (resnet18 b32 inference, autotune on,off x CUDA graphs
+#          off,on; a store of each run's own, no compile store) packed, one job a GPU, and one
+#          job a GPU again, and bench/store_diff.py of the one-job store against each other;
+#          stopped UNTIL_S seconds after the start if given; results:
 #          bench/results/packing/.
 # A run longer than one sitting can go to the background:
 #     S=/tmp/gpu setsid bash bench/gpu_run.sh busy > /tmp/gpu.log 2>&1 &
@@ -341,27 +344,34 @@ smi_run() {
 }
 
 packing() {
-  local end=0 grid=(model=resnet18 mode=inference batch_size=32 autotune=on,off cudagraphs=off,on compile_store=off)
+  local end=0 run grid=(model=resnet18 mode=inference batch_size=32 autotune=on,off cudagraphs=off,on compile_store=off)
+  local cmd=(model=mixnet_l,densenet121 autotune=on,off)
   [ -n "${UNTIL_S:-}" ] && end=$(( $(date +%s) + UNTIL_S ))
   store_import "${IMPORT:-tests/fixtures/h200/headline_store.tgz}"
-  smi_run packed_run2 "$end" model=mixnet_l,densenet121 autotune=on,off
-  smi_run packed_night "$end" model=mixnet_l,densenet121 autotune=on,off
-  smi_run serial_night "$end" model=mixnet_l,densenet121 autotune=on,off hydra.launcher.jobs_per_gpu=1
-  for run in packed_run2 packed_night; do
+  smi_run packed_run2 "$end" "${cmd[@]}"
+  smi_run packed_night "$end" "${cmd[@]}"
+  smi_run serial_night "$end" "${cmd[@]}" hydra.launcher.jobs_per_gpu=1
+  [ "${UNPAUSED:-1}" = 1 ] && smi_run unpaused_night "$end" "${cmd[@]}" hydra.launcher.pause_while_timing=false
+  for run in packed_run2 packed_night unpaused_night; do
     [ -f "$S/$run/summary.json" ] && [ -f "$S/serial_night/summary.json" ] || continue
     python3 -m sweeper.history compare "$S/$run" "$S/serial_night" --kernels --out "$S/compare_$run" \
       > "$S/compare_$run.md" 2>&1
     log "compare $run rc=$?"
   done
-  if [ "${GRID:-0}" = 1 ]; then
-    smi_run grid_packed "$end" "${grid[@]}" autotune_store="$S/store_packed"
-    smi_run grid_serial "$end" "${grid[@]}" autotune_store="$S/store_serial" hydra.launcher.jobs_per_gpu=1
-    for run in serial packed; do
-      SWEEPER_AUTOTUNE_STORE="$S/store_$run" python3 -m sweeper.store export "$S/store_$run.tgz" > /dev/null 2>&1
-    done
-    python3 bench/store_diff.py "$S/store_serial.tgz" "$S/store_packed.tgz" > "$S/grid_store_diff.md" 2>&1
-    log "grid store diff rc=$?"
-  fi
+  for run in ${GRID:-}; do  # packed, serial, serial2: each a store of its own
+    case $run in
+      packed) smi_run grid_packed "$end" "${grid[@]}" autotune_store="$S/store_packed" ;;
+      serial|serial2) smi_run "grid_$run" "$end" "${grid[@]}" autotune_store="$S/store_$run" \
+                        hydra.launcher.jobs_per_gpu=1 ;;
+      *) log "GRID: no run $run (packed, serial, serial2)"; continue ;;
+    esac
+    SWEEPER_AUTOTUNE_STORE="$S/store_$run" python3 -m sweeper.store export "$S/store_$run.tgz" > /dev/null 2>&1
+  done
+  for other in packed serial2; do
+    [ -f "$S/store_serial.tgz" ] && [ -f "$S/store_$other.tgz" ] || continue
+    python3 bench/store_diff.py "$S/store_serial.tgz" "$S/store_$other.tgz" > "$S/grid_store_diff_$other.md" 2>&1
+    log "grid store diff serial against $other rc=$?"
+  done
   python3 bench/gpu_idle.py "$S"/smi_*.csv > "$S/gpu_idle.md" 2>&1
   log "gpu_idle rc=$?"
   bundle

@@ -24,7 +24,9 @@ holds ever overlap: only the order changes.
 While jobs share a GPU, the holder's launches must not wait behind another job's compile:
 every packed job runs on the node's shared cores, and the holder alone adds its GPU's
 launch cores while it holds the lease (packing.launch_cpus). A job alone on its GPU keeps
-every core, as before.
+every core, as before. Through a phase whose figures depend on the host's launch speed
+(tasks/job.py: `alone`), the holder also pauses the other jobs of its GPU
+(tasks/host_pause.py; hydra.launcher.pause_while_timing).
 """
 
 from __future__ import annotations
@@ -36,12 +38,15 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from tasks.host_pause import Pauser
+
 LEASE_DIR = "/tmp/sweeper-gpu-lease"  # node-local, shared by every sweep on the node
 
 
 class GpuLease:
     def __init__(self, key: str, lock_dir: str | Path, job_id: str, cpus_shared: list[int] | None = None,
-                 cpus_leased: list[int] | None = None, jobs_per_gpu: int = 1, log_path: str | None = None) -> None:
+                 cpus_leased: list[int] | None = None, jobs_per_gpu: int = 1, log_path: str | None = None,
+                 pause_others: bool = False) -> None:
         self.key, self.job_id, self.jobs_per_gpu = key, str(job_id), jobs_per_gpu
         self.cpus_shared, self.cpus_leased = cpus_shared, cpus_leased
         folder = Path(lock_dir)
@@ -50,7 +55,7 @@ class GpuLease:
             os.chmod(folder, 0o1777)
         except OSError:
             pass
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in key)
+        safe = safe_name(key)
         self.path, self.holder_path = folder / f"{safe}.lock", folder / f"{safe}.holder"
         self.log_path = log_path
         self._cond = threading.Condition()
@@ -62,6 +67,8 @@ class GpuLease:
                       "wait_by_phase": {}, "benchmarks": {"acquired": 0, "wait_s": 0.0, "held_s": 0.0},
                       "yielded": 0}
         self.spans: list[list] = []  # [start, end, what] of each phase-level hold (absolute seconds)
+        # the other jobs of this GPU, paused through this job's `alone` phases (packed jobs only)
+        self.pauser = Pauser(folder, safe) if pause_others and jobs_per_gpu > 1 else None
 
     # --- taking and giving back ---------------------------------------------------------
     def acquire(self, what: str) -> float:
@@ -183,10 +190,13 @@ class GpuLease:
         return self.hold("benchmark")
 
     # --- phase by phase (tasks/job.py) --------------------------------------------------
-    def for_phase(self, name: str, timed: bool) -> None:
+    def for_phase(self, name: str, timed: bool, alone: bool = False) -> None:
         """Entering phase `name`: a phase that times the GPU holds the lease (kept across
         consecutive such phases, so that no other job times between them); one that does
-        not gives it back."""
+        not gives it back. Through a timed phase that must run `alone`, the other jobs of
+        this GPU are paused (host_pause.py)."""
+        if self.pauser is not None and not (timed and alone):
+            self.pauser.resume()
         if timed and not self._phase_hold:
             self.acquire(name)
             self._phase_hold = True
@@ -195,12 +205,16 @@ class GpuLease:
         elif not timed and self._phase_hold:
             self._phase_hold = False
             self.release()
+        if self.pauser is not None and timed and alone:
+            self.pauser.pause()
 
     def _yield_to_benchmarks(self, name: str) -> None:
         """Between two timed phases: the waiting benchmarks go, then this job's next phase,
         before any other job's phases (the resume marker)."""
         marker = self._marker("resume")
         marker.touch()
+        if self.pauser is not None:  # the benchmark's job may be among the paused
+            self.pauser.resume()
         try:
             self._phase_hold = False
             self.release()
@@ -211,6 +225,8 @@ class GpuLease:
             marker.unlink(missing_ok=True)
 
     def end(self) -> None:
+        if self.pauser is not None:
+            self.pauser.end()
         if self._phase_hold:
             self._phase_hold = False
             self.release()
@@ -238,7 +254,7 @@ class GpuLease:
                 "held_s": round(s["held_s"], 3), "wait_by_phase": {k: round(v, 3) for k, v in s["wait_by_phase"].items()},
                 "benchmarks": {"acquired": bench["acquired"], "wait_s": round(bench["wait_s"], 3),
                                "held_s": round(bench["held_s"], 3)},
-                "yielded": s["yielded"],
+                "yielded": s["yielded"], "paused_others": self.pauser.report() if self.pauser else None,
                 "spans": self.spans, "cpus_shared": self.cpus_shared, "cpus_leased": self.cpus_leased}
 
     def _count(self, what: str, waited: float) -> None:
@@ -260,6 +276,11 @@ class GpuLease:
             self.holder_path.write_text(f"job {self.job_id} (pid {os.getpid()}), {what}")
         except OSError:  # the line is for people reading a heartbeat, never a failure
             pass
+
+
+def safe_name(key: str) -> str:
+    """The GPU's key as the stem of its files in the lease folder."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in key)
 
 
 def _alive(pid: int) -> bool:
@@ -295,7 +316,7 @@ def from_spec(lease: dict | None, job_id: str) -> GpuLease | None:
         return None
     got = GpuLease(lease["key"], lease.get("dir") or LEASE_DIR, job_id, lease.get("cpus_shared"),
                    lease.get("cpus_leased"), int(lease.get("jobs_per_gpu") or 1),
-                   os.environ.get("SWEEPER_LEASE_LOG"))
+                   os.environ.get("SWEEPER_LEASE_LOG"), bool(lease.get("pause_others")))
     if got.cpus_shared:
         set_process_cpus(got.cpus_shared)
     return got

@@ -30,6 +30,9 @@ class Phase(NamedTuple):
     run: Callable[[JobContext], None]
     when: Callable[[JobContext], bool] = lambda ctx: True
     timed: bool = True  # times the GPU: runs holding the GPU's lease (tasks/gpu_lease.py)
+    # its figures follow the host's launch speed: the other jobs of a packed GPU are paused
+    # while it runs (tasks/host_pause.py)
+    alone: bool = False
 
 
 # The chain, in order. The record's `phase` names the one a failed job stopped in. The
@@ -38,14 +41,14 @@ class Phase(NamedTuple):
 PHASES = (
     Phase("setup", phases.setup, timed=False),
     Phase("build", phases.build, timed=False),
-    Phase("eager", phases.eager, lambda ctx: ctx.measure["eager"]),
+    Phase("eager", phases.eager, lambda ctx: ctx.measure["eager"], alone=True),
     Phase("compile", phases.compile_step, timed=False),
     Phase("warmup", phases.warmup),
-    Phase("timing", phases.timing),
-    Phase("steady_loop", phases.steady, lambda ctx: ctx.measure["steady_loop_s"] > 0),
-    Phase("time_modules", phases_profile.time_modules),
-    Phase("profile_step", phases_profile.profile_step),
-    Phase("profile_modules", phases_profile.profile_modules),
+    Phase("timing", phases.timing, alone=True),
+    Phase("steady_loop", phases.steady, lambda ctx: ctx.measure["steady_loop_s"] > 0, alone=True),
+    Phase("time_modules", phases_profile.time_modules, alone=True),
+    Phase("profile_step", phases_profile.profile_step, alone=True),
+    Phase("profile_modules", phases_profile.profile_modules, alone=True),
     # its CPU half first, without the lease, so that another job may time meanwhile
     Phase("microbench_prepare", phases_profile.prepare_microbench, phases_profile.wants_microbench, timed=False),
     Phase("microbench", phases_profile.microbench, phases_profile.wants_microbench),
@@ -163,7 +166,7 @@ def _take_lease(lease, phase: Phase) -> None:
     one that times nothing; a wait of a second or more is said, with whom it waited for."""
     holder = lease.holder() if phase.timed else ""
     yielded, t0 = lease.stats["yielded"], time.time()
-    lease.for_phase(phase.name, phase.timed)
+    lease.for_phase(phase.name, phase.timed, phase.alone)
     waited = time.time() - t0
     if waited >= 1.0:
         why = ("given up between phases to other jobs' compile benchmarks" if lease.stats["yielded"] > yielded

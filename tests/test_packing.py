@@ -62,6 +62,10 @@ def test_two_jobs_share_one_gpu_and_never_time_on_it_at_once(tmp_path):
         # eager, then warm-up to the end: the timed phases held it, in two stretches
         assert [s[2] for s in lease["spans"]] == ["eager", "warmup"]
         assert rec["config"]["leased_benchmarks"]
+    # each paused the other through its eager and timed steps and modules, the other being
+    # in a session of its own (tests/test_host_pause.py shows that a paused job stands still)
+    paused = [rec["timings"]["gpu_lease"]["paused_others"] for rec in records]
+    assert sum(p["pauses"] for p in paused) >= 1 and all(p["most_jobs"] <= 1 for p in paused)
     # the jobs table and the report say how the sweep was packed
     import pandas as pd
 
@@ -70,6 +74,7 @@ def test_two_jobs_share_one_gpu_and_never_time_on_it_at_once(tmp_path):
     assert set(jobs["jobs_per_gpu"]) == {2}
     report = (tmp_path / "sweep" / "report.html").read_text()
     assert "packed: up to 2 jobs a GPU" in report
+    assert "the others of its GPU stood paused" in report
 
 
 @pytest.mark.slow
@@ -120,6 +125,8 @@ def test_packing_on_a_gpu_node_follows_its_cores_and_the_jobs_left():
     two = [{"Alive": True, "Resources": {"CPU": 32.0, "GPU": 2.0}}]
     per_gpu, line = packing_of(conf, two, 4, False)
     assert per_gpu == 2 and "4 job(s) on 2 GPU(s) need no more" in line
+    assert line.endswith("the others paused while one times its steps and modules (pause_while_timing)")
+    assert "paused" not in packing_of({**conf, "pause_while_timing": False}, two, 4, False)[1]
     assert packing_of({**conf, "jobs_per_gpu": "1"}, h200, 4, False) == (1, "packing: one job a GPU (jobs_per_gpu=1)")
     assert packing_of(conf, h200, 4, True) == (1, "")  # device=cpu jobs
     assert packing_of({**conf, "num_gpus_per_job": 1}, h200, 4, False)[0] == 1  # asked for whole GPUs

@@ -31,6 +31,11 @@ class RayLauncherConf:
     # memory and the node's cores allow (at most 4, and no more than the sweep's jobs need);
     # 1: one job a GPU, for its whole run.
     jobs_per_gpu: str = "auto"
+    # While a packed job times a phase that follows the host's launch speed (its eager and
+    # compiled steps, its modules), the other jobs of its GPU are paused (SIGSTOP of their
+    # process groups, tasks/host_pause.py), so that a launch-bound step reads as alone;
+    # false: they compile on beside it (faster, but a launch-bound step reads slower).
+    pause_while_timing: bool = True
     # Inductor compile worker processes per job (TORCHINDUCTOR_COMPILE_THREADS, unless set):
     # "auto" is "all" for a job alone on its GPU and shares the node's cores out between the
     # jobs of a packed GPU; "all" leaves Inductor's default (every core, at most 32) to every

@@ -259,7 +259,7 @@ class RaySweep:
                      + (" (alone on its GPU: it ran out of GPU memory beside others)" if job.num in self.alone else ""))
             timeout = job.spec["config"]["timeout_s"] or None
             ref = remote.remote(spec, str(self.scratch_root / job.job_dir.name), timeout,
-                                str(self.conf["compile_threads"]), per_gpu)
+                                str(self.conf["compile_threads"]), per_gpu, bool(self.conf["pause_while_timing"]))
             self.pending[ref] = job
             self.submitted_at[job.num] = time.time()
 
@@ -401,6 +401,7 @@ def packing_of(conf: dict, nodes: list[dict], jobs: int, cpu_jobs: bool) -> tupl
     sweep of `jobs` jobs left, and a line that says why: the smallest GPU node decides; the
     GPU's memory is read by NVML for an embedded Ray (on a cluster, by cores alone); never
     more than the jobs need to fill every GPU."""
+    conf = with_defaults(conf)
     gpu_nodes = [n["Resources"] for n in nodes if n.get("Alive") and n["Resources"].get("GPU", 0) >= 1]
     if cpu_jobs or not gpu_nodes:
         return 1, ""
@@ -413,7 +414,9 @@ def packing_of(conf: dict, nodes: list[dict], jobs: int, cpu_jobs: bool) -> tupl
     needed = max(1, -(-jobs // gpus))
     if per_gpu > needed and packing.parse_jobs_per_gpu(conf["jobs_per_gpu"]) is None:
         per_gpu, why = needed, f"{why}; {jobs} job(s) on {gpus} GPU(s) need no more"
-    return per_gpu, (f"packing: up to {per_gpu} jobs a GPU ({why}); each times its GPU under the GPU's lease"
+    paused = ("; the others paused while one times its steps and modules (pause_while_timing)"
+              if conf["pause_while_timing"] else "")
+    return per_gpu, (f"packing: up to {per_gpu} jobs a GPU ({why}); each times its GPU under the GPU's lease{paused}"
                      if per_gpu > 1 else f"packing: one job a GPU ({why})")
 
 

@@ -185,10 +185,12 @@ def cpu_siblings(cpus: list[int]) -> dict[int, tuple[int, ...]]:
     return out
 
 
-def gpu_lease(jobs_per_gpu: int) -> dict | None:
+def gpu_lease(jobs_per_gpu: int, pause: bool = True) -> dict | None:
     """The lease of the GPU Ray gave this job (tasks/gpu_lease.py): its key (the GPU's UUID
     where NVML reads it, else its Ray id) and, when the GPU is packed, the cores the job
-    compiles on and those it adds while it holds the lease. None for a job without a GPU."""
+    compiles on and those it adds while it holds the lease, and whether it pauses the GPU's
+    other jobs while it times a launch-bound phase (`pause`: pause_while_timing). None for a
+    job without a GPU."""
     import ray
 
     from sweeper.sweep import packing
@@ -198,7 +200,7 @@ def gpu_lease(jobs_per_gpu: int) -> dict | None:
     if not ids:
         return None
     lease = {"key": nvml_uuid(ids[0]) or f"gpu{ids[0]}", "jobs_per_gpu": jobs_per_gpu,
-             "cpus_shared": None, "cpus_leased": None}
+             "cpus_shared": None, "cpus_leased": None, "pause_others": bool(pause) and jobs_per_gpu > 1}
     if jobs_per_gpu > 1:
         cpus = sorted(os.sched_getaffinity(0))
         siblings, gpus = cpu_siblings(cpus), max(1, node_gpus())
@@ -227,13 +229,13 @@ def set_compile_threads(setting: str, lease: dict | None) -> None:
 
 
 def run_in_worker(spec: dict, scratch_job_dir: str, timeout_s: float | None,
-                  compile_threads: str = "all", jobs_per_gpu: int = 1) -> dict:
+                  compile_threads: str = "all", jobs_per_gpu: int = 1, pause_while_timing: bool = True) -> dict:
     """Runs on a Ray worker: the job in a child process, then its folder as a bundle."""
     import socket
 
     from sweeper.sweep.job_process import progress_printer, run_job_process
 
-    lease = gpu_lease(jobs_per_gpu)
+    lease = gpu_lease(jobs_per_gpu, pause_while_timing)
     if lease is not None:
         spec = {**spec, "gpu_lease": lease}
     set_compile_threads(compile_threads, lease)

@@ -68,6 +68,8 @@ JOB_COLUMNS: dict[str, str] = {
     "microbench_error": "the first such failure",
     "jobs_per_gpu": "jobs the job's GPU took at once (hydra.launcher.jobs_per_gpu); none: no GPU lease (a CPU job, an older record)",
     "lease_wait_s": "seconds the job waited for its GPU's lease, its timed phases and Inductor's benchmarks together (tasks/gpu_lease.py)",
+    "paused_others_s": "seconds this job kept the other jobs of its GPU paused while it timed its steps and modules alone (hydra.launcher.pause_while_timing; tasks/host_pause.py); none: not packed, or not paused",
+    "paused_by_others_s": "seconds this job stood paused while other jobs of its GPU timed (its compile_s includes them); none: never paused",
     "shared_gpu_with": "the jobs that ran on the same GPU at the same time as this one (space-separated numbers)",
     "rerun_alone": "why the job ran again alone on its GPU (it ran out of GPU memory beside others); none: it did not",
     "launch_us": "the host's launch speed while the job measured: median microseconds per launch of a tiny op (tasks/timing.launch_probe_us)",
@@ -176,12 +178,15 @@ def _microbench_failed(rec: dict) -> dict:
 
 
 def _lease(rec: dict) -> dict:
-    """JOB_COLUMNS["jobs_per_gpu"] and ["lease_wait_s"], from a record's timings.gpu_lease."""
+    """JOB_COLUMNS["jobs_per_gpu"], ["lease_wait_s"], ["paused_others_s"] and
+    ["paused_by_others_s"], from a record's timings.gpu_lease."""
     lease = (rec.get("timings") or {}).get("gpu_lease")
-    if not lease:
-        return {"jobs_per_gpu": None, "lease_wait_s": None}
+    if not lease or "gpu" not in lease:
+        return {"jobs_per_gpu": None, "lease_wait_s": None, "paused_others_s": None, "paused_by_others_s": None}
     waited = (lease.get("wait_s") or 0) + ((lease.get("benchmarks") or {}).get("wait_s") or 0)
-    return {"jobs_per_gpu": lease.get("jobs_per_gpu"), "lease_wait_s": round(waited, 3)}
+    paused = lease.get("paused_others") or {}
+    return {"jobs_per_gpu": lease.get("jobs_per_gpu"), "lease_wait_s": round(waited, 3),
+            "paused_others_s": paused.get("s"), "paused_by_others_s": lease.get("paused_by_others_s")}
 
 
 def shared_gpu(records: list[Record]) -> dict[int, str | None]:

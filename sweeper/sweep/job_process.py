@@ -18,6 +18,7 @@ from typing import Callable
 
 from sweeper.record import PHASE_MARK, Record, RecordError, new_record, read_record, write_record
 from tasks import autotune_store, compile_store
+from tasks.host_pause import Watchdog
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]  # holds sweeper/ and tasks/
 
@@ -97,15 +98,22 @@ def run_job_process(
         )
         reason = None
         offset = 0
+        # A packed job may be paused while another times its GPU (tasks/host_pause.py): the
+        # time it spent stopped does not count against its limit, and a pause whose pauser
+        # died or hung is ended here.
+        watchdog = _watchdog(spec, proc.pid)
         try:
             while True:
                 try:
-                    proc.wait(timeout=1.0)
+                    proc.wait(timeout=0.5 if watchdog else 1.0)
                     break
                 except subprocess.TimeoutExpired:
                     pass
                 offset = _relay(log_path, offset, progress)
-                if timeout_s and time.time() - started > timeout_s:
+                if watchdog:
+                    watchdog.check()
+                paused = watchdog.paused_s if watchdog else 0.0
+                if timeout_s and time.time() - started - paused > timeout_s:
                     _kill(proc)
                     reason = f"timed out after {timeout_s:.0f} s (timeout_s); the process was killed"
                     break
@@ -121,6 +129,8 @@ def run_job_process(
             # The child's whole life, interpreter start and torch import included: the
             # job's own run time as the launcher sees it (bench/ray_overhead.py).
             record["job"]["process_s"] = round(duration, 3)
+            if watchdog and watchdog.paused_s:  # stopped while other jobs of its GPU timed
+                record["timings"].setdefault("gpu_lease", {})["paused_by_others_s"] = round(watchdog.paused_s, 1)
             write_record(job_dir, record)
             return record
         except RecordError as e:
@@ -130,6 +140,16 @@ def run_job_process(
     record = failed_record(spec, job_dir, reason, duration)
     write_record(job_dir, record)
     return record
+
+
+def _watchdog(spec: dict, pid: int) -> Watchdog | None:
+    """The watch over a packed job's pauses, None for a job that no other job pauses."""
+    from tasks.gpu_lease import LEASE_DIR, safe_name
+
+    lease = spec.get("gpu_lease") or {}
+    if not (lease.get("pause_others") and int(lease.get("jobs_per_gpu") or 1) > 1):
+        return None
+    return Watchdog(lease.get("dir") or LEASE_DIR, safe_name(lease["key"]), pid)
 
 
 def _relay(log_path: Path, offset: int, progress: Callable[[str], None] | None) -> int:
