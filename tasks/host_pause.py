@@ -1,13 +1,15 @@
-"""The other jobs of a packed GPU, paused while one times a launch-bound step.
+"""The other jobs of a packed GPU, paused while one times a launch-bound step
+(hydra.launcher.pause_while_timing=true; off by default).
 
-Keeping the other jobs off the lease holder's cores (tasks/gpu_lease.py) was not enough: on
-an H200 a launch-bound step (densenet121 b16, busy 17 to 27%) read -26 to +61% beside three
-compiles (docs/findings.md, "One GPU kept busy"): the compiles still share the memory, the
-caches and the host's launch path. So while the holder runs a phase whose figures depend on
-the host's launch speed (tasks/job.py: `alone`), it stops the other jobs of its GPU with
-SIGSTOP on their process groups (a job runs in a session of its own, its compile workers
-with it: sweeper/sweep/job_process.py) and continues them after. They lose that time; the
-figures are the holder's alone.
+Packed jobs are kept off the lease holder's launch cores (tasks/gpu_lease.py), but they
+still share the host's memory, caches and launch path with it. With this on, while the
+holder runs a phase whose figures follow the host's launch speed (tasks/job.py: `alone`),
+it stops the other jobs of its GPU with SIGSTOP on their process groups (a job runs in a
+session of its own, its compile workers with it: sweeper/sweep/job_process.py) and
+continues them after: nothing but the holder runs on the host's cores. They lose that time.
+On an H200 VM it cost a packed night 19 s of 166 and did not bring launch-bound steps
+measurably closer to one job a GPU, whose own run-to-run spread is larger (the VM's launch
+speed: docs/findings.md, "One GPU kept busy"); hence off by default.
 
 Nothing is left stopped:
 - each job registers its process group beside the GPU's lock (`<gpu>.job.<pid>`, with the

@@ -45,7 +45,8 @@ def lifetime(rec):
 
 @pytest.mark.slow
 def test_two_jobs_share_one_gpu_and_never_time_on_it_at_once(tmp_path):
-    proc, out, records, log = run_on_one_gpu(tmp_path, "seed=0,1", "hydra.launcher.jobs_per_gpu=2")
+    proc, out, records, log = run_on_one_gpu(tmp_path, "seed=0,1", "hydra.launcher.jobs_per_gpu=2",
+                                             "hydra.launcher.pause_while_timing=true")
     assert proc.returncode == 0, out[-4000:]
     assert "0.5 GPU and 1 CPU each, up to 2 at a time; packing: up to 2 jobs a GPU (jobs_per_gpu=2)" in out
     a, b = records
@@ -125,8 +126,9 @@ def test_packing_on_a_gpu_node_follows_its_cores_and_the_jobs_left():
     two = [{"Alive": True, "Resources": {"CPU": 32.0, "GPU": 2.0}}]
     per_gpu, line = packing_of(conf, two, 4, False)
     assert per_gpu == 2 and "4 job(s) on 2 GPU(s) need no more" in line
-    assert line.endswith("the others paused while one times its steps and modules (pause_while_timing)")
-    assert "paused" not in packing_of({**conf, "pause_while_timing": False}, two, 4, False)[1]
+    assert "paused" not in line  # pause_while_timing is off by default
+    assert packing_of({**conf, "pause_while_timing": True}, two, 4, False)[1].endswith(
+        "the others paused while one times its steps and modules (pause_while_timing)")
     assert packing_of({**conf, "jobs_per_gpu": "1"}, h200, 4, False) == (1, "packing: one job a GPU (jobs_per_gpu=1)")
     assert packing_of(conf, h200, 4, True) == (1, "")  # device=cpu jobs
     assert packing_of({**conf, "num_gpus_per_job": 1}, h200, 4, False)[0] == 1  # asked for whole GPUs

@@ -31,11 +31,14 @@ class RayLauncherConf:
     # memory and the node's cores allow (at most 4, and no more than the sweep's jobs need);
     # 1: one job a GPU, for its whole run.
     jobs_per_gpu: str = "auto"
-    # While a packed job times a phase that follows the host's launch speed (its eager and
-    # compiled steps, its modules), the other jobs of its GPU are paused (SIGSTOP of their
-    # process groups, tasks/host_pause.py), so that a launch-bound step reads as alone;
-    # false: they compile on beside it (faster, but a launch-bound step reads slower).
-    pause_while_timing: bool = True
+    # true: while a packed job times a phase that follows the host's launch speed (its eager
+    # and compiled steps, its modules), the other jobs of its GPU stand paused (SIGSTOP of
+    # their process groups, tasks/host_pause.py), so that nothing but the holder runs on the
+    # host. Off by default: on an H200 it lengthened a packed night from 166 to 185 s, and
+    # its launch-bound steps did not read measurably closer to one job a GPU than without
+    # it (docs/findings.md, "One GPU kept busy"); the holder's own launch cores are kept
+    # from the other jobs either way.
+    pause_while_timing: bool = False
     # Inductor compile worker processes per job (TORCHINDUCTOR_COMPILE_THREADS, unless set):
     # "auto" is "all" for a job alone on its GPU and shares the node's cores out between the
     # jobs of a packed GPU; "all" leaves Inductor's default (every core, at most 32) to every

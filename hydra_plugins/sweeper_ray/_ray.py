@@ -185,7 +185,7 @@ def cpu_siblings(cpus: list[int]) -> dict[int, tuple[int, ...]]:
     return out
 
 
-def gpu_lease(jobs_per_gpu: int, pause: bool = True) -> dict | None:
+def gpu_lease(jobs_per_gpu: int, pause: bool = False) -> dict | None:
     """The lease of the GPU Ray gave this job (tasks/gpu_lease.py): its key (the GPU's UUID
     where NVML reads it, else its Ray id) and, when the GPU is packed, the cores the job
     compiles on and those it adds while it holds the lease, and whether it pauses the GPU's
@@ -229,7 +229,7 @@ def set_compile_threads(setting: str, lease: dict | None) -> None:
 
 
 def run_in_worker(spec: dict, scratch_job_dir: str, timeout_s: float | None,
-                  compile_threads: str = "all", jobs_per_gpu: int = 1, pause_while_timing: bool = True) -> dict:
+                  compile_threads: str = "all", jobs_per_gpu: int = 1, pause_while_timing: bool = False) -> dict:
     """Runs on a Ray worker: the job in a child process, then its folder as a bundle."""
     import socket
 
