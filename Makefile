@@ -35,11 +35,11 @@ test: install browser
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # For development: the analysis, report, store-order and GPU-lease tests, with no real
-# torch.compile and no sweep of jobs (80 s on 2 cores, 154 tests); `make test` runs all.
+# torch.compile and no sweep of jobs (90 s on 2 cores, 166 tests); `make test` runs all.
 UNIT_TESTS := $(addprefix tests/test_,breakdown.py categories.py config.py estimate.py findings.py gc_watch.py \
 	imports.py kernel_bench.py module_source.py nvml.py order.py record.py summary.py trace.py history.py \
 	report_example.py report_headline.py report.py spare_gpus.py gpu_lease.py launch_speed.py bad_summaries.py \
-	module_thread.py)
+	module_thread.py identity.py host_pause.py)
 test-fast: install
 	$(PY) -m pytest -q -m "not slow" $(UNIT_TESTS) $(PYTEST_ARGS)
 

@@ -33,6 +33,7 @@ import os
 import shutil
 from pathlib import Path
 
+from sweeper.identity import compile_identity
 from sweeper.record import atomic_write_bytes, atomic_write_text
 from tasks.autotune_store import enabled, torch_folder
 
@@ -40,10 +41,6 @@ BLOB = "compile_artifacts.bin"  # in the job folder: the job's blob, back to the
 META = "compile_artifacts.json"
 SEED = "compile_seed.bin"  # in the job folder: the earlier run's blob, from the driver
 
-# Keys that change nothing a compile produces: a job that differs from an earlier one only
-# in these loads that one's blob.
-_NOT_THE_COMPILE = {"dry_run", "yes", "confirm_above", "timeout_s", "autotune_store", "compile_store",
-                    "cache_root", "pythons", "measure", "debug_fault"}
 
 
 class StoreError(Exception):
@@ -51,8 +48,9 @@ class StoreError(Exception):
 
 
 def key(config: dict) -> str:
-    """The job's configuration as one string, but for the keys that change no compile."""
-    return json.dumps({k: v for k, v in config.items() if k not in _NOT_THE_COMPILE}, sort_keys=True, default=str)
+    """The job's compile identity (sweeper/identity.py) as one string: a job that differs from
+    an earlier one only in how it is measured or run loads that one's blob."""
+    return json.dumps(compile_identity(config), sort_keys=True, default=str)
 
 
 def _stem(config: dict) -> str:

@@ -24,9 +24,9 @@ holds ever overlap: only the order changes.
 While jobs share a GPU, the holder's launches must not wait behind another job's compile:
 every packed job runs on the node's shared cores, and the holder alone adds its GPU's
 launch cores while it holds the lease (packing.launch_cpus). A job alone on its GPU keeps
-every core, as before. Through a phase whose figures depend on the host's launch speed
-(tasks/job.py: `alone`), the holder also pauses the other jobs of its GPU
-(tasks/host_pause.py; hydra.launcher.pause_while_timing).
+every core, as before. With hydra.launcher.pause_while_timing, through a phase whose
+figures follow the host's launch speed (tasks/job.py: `alone`), the holder also pauses the
+other jobs of its GPU (tasks/host_pause.py).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ class RayLauncherConf:
     # Node-local folder for job folders and compile caches; results and artifacts come
     # back to the driver's sweep folder through Ray.
     scratch_dir: str = "/tmp/sweeper-scratch"
-    # Skip jobs whose result.json in the sweep folder says ok (same overrides).
+    # Skip jobs whose result.json in the sweep folder says ok, for the same job (sweeper/identity.py).
     resume: bool = True
     # Jobs one GPU runs at once (sweeper/sweep/packing.py): each times its GPU under the GPU's
     # lease, one job at a time, and compiles beside the others. "auto": as many as the GPU's

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from sweeper.reporting.tables import key_fields
+
 # the keys a pair may differ in, as the report names them; amp_dtype follows amp
 PAIR_KEYS = ("cudagraphs", "autotune", "amp", "batch_size")
 MODEL_PAIR = ("densenet121", "mixnet_l")  # small-batch densenet121 against mixnet_l
@@ -37,14 +39,10 @@ def _value(row: pd.Series, key: str) -> str:
     return str(v)
 
 
-def _parts(key: str) -> dict[str, str]:
-    return dict(p.split("=", 1) for p in key.split(",") if "=" in p)
-
-
 def one_key_pairs(jobs: pd.DataFrame) -> list[Pair]:
     """Pairs of finished jobs whose configurations differ in one of PAIR_KEYS only."""
     ok = jobs[jobs["status"] == "ok"].sort_values("job")
-    rows = [(r, _parts(r["key"])) for _, r in ok.iterrows()]
+    rows = [(r, key_fields(r["key"])) for _, r in ok.iterrows()]
     pairs = []
     for i, (ra, pa) in enumerate(rows):
         for rb, pb in rows[i + 1:]:

@@ -224,7 +224,7 @@ def _one_build(t: SweepTables, value: str) -> SweepTables:
     """The jobs of one build, keyed and labelled without it, so that the builds pair up."""
     part = f"{BUILD_KEY}={value}"
     jobs = t.jobs[t.jobs[BUILD_KEY] == value].copy()
-    jobs["key"] = [",".join(p for p in k.split(",") if p != part) for k in jobs["key"]]
+    jobs["key"] = [tables.key_without(k, BUILD_KEY) for k in jobs["key"]]
     jobs["label"] = [" ".join(w for w in lab.split(" ") if w != part) for lab in jobs["label"]]
     return SweepTables(t.path, jobs, t.kernels[t.kernels["job"].isin(jobs["job"])], t.started_at)
 

@@ -21,6 +21,7 @@ from sweeper.analysis.kernels import microbench_failures
 from sweeper.analysis.regression import source_hash, step_noise_pct
 from sweeper.record import Record, compiled_warm
 from sweeper.command_line import flatten
+from sweeper.identity import configuration
 from sweeper.reporting.headline import headline
 
 JOB_COLUMNS: dict[str, str] = {
@@ -227,13 +228,35 @@ def job_label(cfg: dict) -> str:
     return " ".join(parts)
 
 
+# the keys every job key names, in this order (older sweeps' keys read the same)
+_KEY_ORDER = ("model", "mode", "batch_size", "image_size", "amp", "amp_dtype", "cudagraphs", "autotune", "device")
+
+
 def job_key(cfg: dict) -> str:
-    """The configuration that identifies a job across sweeps (not its number or folder)."""
-    keys = ("model", "mode", "batch_size", "image_size", "amp", "amp_dtype", "cudagraphs", "autotune", "device")
-    extra = [f"inductor.{k}={v}" for k, v in sorted(flatten(cfg.get("inductor")).items())]
-    if cfg.get("python"):  # only when set: keys of sweeps before the key existed stay the same
-        extra.append(f"python={cfg['python']}")
-    return ",".join([f"{k}={cfg.get(k)}" for k in keys] + extra)
+    """The job across sweeps, its seeds its repeats (sweeper/identity.configuration), as
+    "model=...,mode=...,...": the keys of _KEY_ORDER always, then any other key only when
+    set (python; inductor options as inductor.<name>), so that a key added to the
+    configuration later leaves the keys of sweeps before it unchanged."""
+    conf = configuration(cfg)
+    parts = [f"{k}={conf.get(k)}" for k in _KEY_ORDER]
+    for k in sorted(set(conf) - set(_KEY_ORDER)):
+        value = conf[k]
+        if isinstance(value, dict):
+            parts += [f"{k}.{name}={v}" for name, v in sorted(flatten(value).items())]
+        elif value not in (None, "", [], {}):
+            parts.append(f"{k}={value}")
+    return ",".join(parts)
+
+
+def key_fields(key: str) -> dict[str, str]:
+    """A job key's fields, as job_key() wrote them: {"model": "resnet18", ...,
+    "inductor.<name>": ...}."""
+    return dict(p.split("=", 1) for p in key.split(",") if "=" in p)
+
+
+def key_without(key: str, field: str) -> str:
+    """The job key less one field (the builds' compare keys jobs without their `python`)."""
+    return ",".join(p for p in key.split(",") if p.split("=", 1)[0] != field)
 
 
 def job_num(rec: dict) -> int:

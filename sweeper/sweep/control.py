@@ -18,6 +18,7 @@ from typing import Sequence
 from hydra.core.utils import filter_overrides
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from sweeper.identity import compile_overrides, identity_overrides
 from sweeper.record import RecordError, read_record
 from sweeper.sweep.validate import check_sweep, stop_on_problem
 
@@ -72,26 +73,22 @@ def reusable(job: Job) -> dict | None:
         if (job.job_dir / "result.json").exists():
             log.warning(f"#{job.num}: {e}: running the job again")
         return None
-    if record["status"] == "ok" and list(record["job"].get("overrides", [])) == job.overrides:
-        return record
+    then = list(record["job"].get("overrides", []))
+    if record["status"] == "ok" and sorted(identity_overrides(then)) == sorted(identity_overrides(job.overrides)):
+        return record  # the same job (sweeper/identity.py), whatever its store, cache or time limit
     return None
-
-
-# overrides that a re-run may change without making it another job (the compile is the same)
-_NOT_THE_JOB = ("timeout_s=", "debug_fault=", "autotune_store=", "compile_store=", "measure.", "+measure.", "dry_run=",
-                "yes=", "confirm_above=")
 
 
 def earlier_record(job: Job) -> dict | None:
     """The record a stopped earlier run of this job left in its folder (any status), if it
-    was the same job but for its time limit, a fault or the store folders; else None."""
+    was the same compile (sweeper/identity.py: but for how it is measured or run, such as
+    its time limit, a fault or the store folders); else None."""
     try:
         record = read_record(job.job_dir)
     except RecordError:
         return None
-    same = [o for o in job.overrides if not o.startswith(_NOT_THE_JOB)]
-    then = [o for o in record["job"].get("overrides", []) if not o.startswith(_NOT_THE_JOB)]
-    return record if same == then else None
+    then = list(record["job"].get("overrides", []))
+    return record if sorted(compile_overrides(then)) == sorted(compile_overrides(job.overrides)) else None
 
 
 def keep_earlier_log(job: Job) -> str | None:

@@ -18,19 +18,17 @@ import json
 import sys
 from pathlib import Path
 
+from sweeper.identity import identity_overrides
+
 EARLIER_SWEEPS = 20  # newest first, at most this many sweep folders are read
-# keys that do not change what a job measures
-_NOT_THE_JOB = {"dry_run", "yes", "confirm_above", "timeout_s", "autotune_store", "compile_store", "cache_root",
-                "pythons"}
 
 
 def job_identity(overrides: list[str]) -> str:
-    """The job's overrides that say what it measures, sorted: the same job in any sweep. An
-    override that sets a key to its declared default (`model=resnet18`, `autotune=off`) is
-    the default job's too, and is left out, unless a config group (`+sweep=...`) is chosen,
-    whose values such an override may be setting back."""
-    keep = [o for o in overrides if not o.startswith("hydra.")
-            and o.lstrip("+~").split("=", 1)[0].split(".")[0] not in _NOT_THE_JOB]
+    """The job's overrides that say what it is (sweeper/identity.py), sorted: the same job
+    in any sweep. An override that sets a key to its declared default (`model=resnet18`,
+    `autotune=off`) is the default job's too, and is left out, unless a config group
+    (`+sweep=...`) is chosen, whose values such an override may be setting back."""
+    keep = identity_overrides(overrides)
     pairs = [o.lstrip("+").split("=", 1) for o in keep]
     if not any("/" in pair[0] or pair[0] in _groups() for pair in pairs):
         defaults = _default_texts()

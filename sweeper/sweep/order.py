@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 from typing import Callable, Generic, Hashable, TypeVar
 
+from sweeper.identity import identity
+
 T = TypeVar("T")
 
 _SHAPE_KEYS = ("model", "mode", "batch_size", "image_size", "amp", "amp_dtype", "device")
@@ -28,8 +30,9 @@ def shape_group(config: dict) -> tuple:
 
 
 def pair_key(config: dict) -> str:
-    """Jobs with the same pair key differ only in their Python environment."""
-    return json.dumps({k: v for k, v in config.items() if k not in ("python", "pythons")}, sort_keys=True, default=str)
+    """Jobs with the same pair key are one job (sweeper/identity.py) but for their Python
+    environment."""
+    return json.dumps({k: v for k, v in identity(config).items() if k != "python"}, sort_keys=True, default=str)
 
 
 def expected_cost(config: dict, num: int) -> tuple:
