@@ -38,7 +38,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from tasks.host_pause import Pauser
+from tasks.host_pause import Pauser, wanted
 
 LEASE_DIR = "/tmp/sweeper-gpu-lease"  # node-local, shared by every sweep on the node
 
@@ -68,7 +68,7 @@ class GpuLease:
                       "yielded": 0}
         self.spans: list[list] = []  # [start, end, what] of each phase-level hold (absolute seconds)
         # the other jobs of this GPU, paused through this job's `alone` phases (packed jobs only)
-        self.pauser = Pauser(folder, safe) if pause_others and jobs_per_gpu > 1 else None
+        self.pauser = Pauser(folder, safe) if wanted(pause_others, jobs_per_gpu) else None
 
     # --- taking and giving back ---------------------------------------------------------
     def acquire(self, what: str) -> float:

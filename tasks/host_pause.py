@@ -31,23 +31,31 @@ from pathlib import Path
 MAX_PAUSE_S = 300.0  # longer than any phase measured; past it a pause is taken for a hang
 
 
-def start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks (/proc/<pid>/stat field 22): with the pid,
-    it names one process for good. None: no such process."""
+def wanted(pause_others: bool, jobs_per_gpu: int) -> bool:
+    """Whether a job pauses others and is paused: asked for, and its GPU packed."""
+    return bool(pause_others) and jobs_per_gpu > 1
+
+
+def _stat(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat's fields after the command's name (field 3 on), None: no such process."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return text.rpartition(")")[2].split()[19]
+    return text.rpartition(")")[2].split()
+
+
+def start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks (field 22): with the pid, it names one
+    process for good. None: no such process."""
+    fields = _stat(pid)
+    return fields[19] if fields else None
 
 
 def state(pid: int) -> str | None:
     """The process's state letter ('T': stopped), None: no such process."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return text.rpartition(")")[2].split()[0]
+    fields = _stat(pid)
+    return fields[0] if fields else None
 
 
 class Pauser:

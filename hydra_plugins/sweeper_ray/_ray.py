@@ -200,7 +200,7 @@ def gpu_lease(jobs_per_gpu: int, pause: bool = False) -> dict | None:
     if not ids:
         return None
     lease = {"key": nvml_uuid(ids[0]) or f"gpu{ids[0]}", "jobs_per_gpu": jobs_per_gpu,
-             "cpus_shared": None, "cpus_leased": None, "pause_others": bool(pause) and jobs_per_gpu > 1}
+             "cpus_shared": None, "cpus_leased": None, "pause_others": bool(pause)}
     if jobs_per_gpu > 1:
         cpus = sorted(os.sched_getaffinity(0))
         siblings, gpus = cpu_siblings(cpus), max(1, node_gpus())

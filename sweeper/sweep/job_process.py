@@ -19,7 +19,7 @@ from typing import Callable
 from sweeper.record import PHASE_MARK, Record, RecordError, new_record, read_record, write_record
 from tasks import autotune_store, compile_store
 from tasks.gpu_lease import LEASE_DIR, safe_name
-from tasks.host_pause import Watchdog
+from tasks.host_pause import Watchdog, wanted
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]  # holds sweeper/ and tasks/
 
@@ -146,7 +146,7 @@ def run_job_process(
 def _watchdog(spec: dict, pid: int) -> Watchdog | None:
     """The watch over a packed job's pauses, None for a job that no other job pauses."""
     lease = spec.get("gpu_lease") or {}
-    if not (lease.get("pause_others") and int(lease.get("jobs_per_gpu") or 1) > 1):
+    if not wanted(lease.get("pause_others"), int(lease.get("jobs_per_gpu") or 1)):
         return None
     return Watchdog(lease.get("dir") or LEASE_DIR, safe_name(lease["key"]), pid)
 
