@@ -1,7 +1,7 @@
 """Does a kernel seeded with its own coordinate-descent config skip tuning (GPU only)?
 
 The autotune store seeds a job's Inductor cache with the `.best_config` files an earlier
-job's coordinate descent wrote (tasks/autotune_store.py). Inductor should then not tune
+job's coordinate descent wrote (sweeper/stores/autotune_store.py). Inductor should then not tune
 those kernels again; on torch 2.11 it does, because the config's `found_by_coordesc` mark
 is lost on its way back from a compile worker (tasks/inductor_internals.py:
 reuse_tuned_configs). This compiles one small graph of reductions and pointwise kernels

@@ -17,7 +17,8 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from sweeper.sweep import stores, pythons, summary as sm
+from sweeper.stores import exchange
+from sweeper.sweep import pythons, summary as sm
 from sweeper.sweep.hydra_setup import register
 from sweeper.sweep.control import job_spec, sigterm_as_interrupt
 from sweeper.sweep.show_config import sweep_configs, wants_config, without_multirun
@@ -52,14 +53,14 @@ def run_one(cfg: DictConfig) -> str:
         write_record(job_dir, record)
     else:
         try:
-            record = run_job_process(stores.with_seed(spec), job_dir, cfg.timeout_s or None,
+            record = run_job_process(exchange.with_seed(spec), job_dir, cfg.timeout_s or None,
                                      progress_printer(str(num)))
         except KeyboardInterrupt:  # the job was killed: what it had tuned still goes to the store
             stopped = failed_record(spec, job_dir, "cancelled (Ctrl-C or SIGTERM) before it finished", 0.0,
                                     status="cancelled")
-            write_record(job_dir, stores.bring_back(spec, job_dir, stopped))
+            write_record(job_dir, exchange.bring_back(spec, job_dir, stopped))
             raise
-        record = stores.bring_back(spec, job_dir, record)
+        record = exchange.bring_back(spec, job_dir, record)
     _basic["sweep_dir"] = job_dir.parent
     _basic["jobs"].append(sm.job_entry(num, overrides, job_dir, record))
     sm.write_summary(job_dir.parent, _basic["jobs"], _basic["started"], sys.argv[1:], done=False)

@@ -1,5 +1,5 @@
 """What makes two jobs the same job: one definition, read by resume (sweep/control.py), the
-expected duration (sweep/estimate.py), the compile store (tasks/compile_store.py), the
+expected duration (sweep/estimate.py), the compile store (sweeper/stores/compile_store.py), the
 tables and the compares across sweeps (reporting/tables.py) and the builds pairs
 (sweep/order.py).
 

@@ -8,7 +8,7 @@
 The store is the folder sweeps name in `autotune_store` (default $SWEEPER_AUTOTUNE_STORE,
 else ~/.cache/sweeper/autotune); `--store PATH` names another. A key is one torch version
 and one Inductor system hash (GPU model, CUDA and Triton versions): the jobs of that build
-on that GPU model use it (tasks/autotune_store.py).
+on that GPU model use it (sweeper/stores/autotune_store.py).
 
 An export holds every key's template timings and kernel configs, with a manifest (format
 version, and a checksum and the counts for each file). Import checks all of it before it
@@ -32,7 +32,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tasks import autotune_store as st
+from sweeper.stores import autotune_store as st
 
 FORMAT = "sweeper-autotune-store"
 FORMAT_VERSION = 1

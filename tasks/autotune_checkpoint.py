@@ -4,7 +4,7 @@ A cold max-autotune compile of a mid-size model tunes for 15 minutes or more (te
 autotuning, then coordinate descent), and the job process can be killed at any point of
 it: its time limit, a cancelled sweep, a lost node. Inductor writes each op's template
 timings and each kernel's tuned config into the job's cache folder as soon as it has them;
-this thread copies them into the job folder (tasks/autotune_store.ENTRIES_FILE, marked
+this thread copies them into the job folder (sweeper/stores/autotune_store.ENTRIES_FILE, marked
 partial) every `SWEEPER_CHECKPOINT_S` seconds (30 by default) and at each phase end,
 whenever something new is there. The launcher brings that file back with the job folder,
 whatever ended the job, and the store takes it in.
@@ -17,7 +17,7 @@ import threading
 import time
 from pathlib import Path
 
-from tasks import autotune_store
+from tasks import job_stores
 from tasks import inductor_internals as inductor
 
 
@@ -67,7 +67,7 @@ class AutotuneCheckpoint:
             now = (_fingerprint(self.cache), hits)
             if not force and now == self._seen:
                 return None
-            counts = autotune_store.write_job_entries(
+            counts = job_stores.write_autotune_entries(
                 self.job_dir, self.cache, self.torch, self.system, partial=True,
                 progress={"phase": self.phase, "phase_started_at": self.phase_started_at,
                           "kernel_config_hits": hits, "started_with": self.started_with})

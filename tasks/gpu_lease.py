@@ -26,7 +26,7 @@ every packed job runs on the node's shared cores, and the holder alone adds its 
 launch cores while it holds the lease (packing.launch_cpus). A job alone on its GPU keeps
 every core, as before. With hydra.launcher.pause_while_timing, through a phase whose
 figures follow the host's launch speed (tasks/job.py: `alone`), the holder also pauses the
-other jobs of its GPU (tasks/host_pause.py).
+other jobs of its GPU (sweeper/host_pause.py).
 """
 
 from __future__ import annotations
@@ -38,9 +38,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from tasks.host_pause import Pauser, wanted
-
-LEASE_DIR = "/tmp/sweeper-gpu-lease"  # node-local, shared by every sweep on the node
+from sweeper.host_pause import LEASE_DIR, Pauser, safe_name, wanted
 
 
 class GpuLease:
@@ -276,11 +274,6 @@ class GpuLease:
             self.holder_path.write_text(f"job {self.job_id} (pid {os.getpid()}), {what}")
         except OSError:  # the line is for people reading a heartbeat, never a failure
             pass
-
-
-def safe_name(key: str) -> str:
-    """The GPU's key as the stem of its files in the lease folder."""
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in key)
 
 
 def _alive(pid: int) -> bool:

@@ -18,7 +18,7 @@ TESTED_ON = ("2.11.0", "2.14.1")
 
 def inductor_config():
     """torch._inductor.config, the module whose attributes are Inductor's options
-    (sweeper/sweep/inductor_options.py; tests/test_config.py)."""
+    (sweeper/inductor_options.py; tests/test_config.py)."""
     import torch._inductor.config as config
 
     return config

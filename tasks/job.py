@@ -31,7 +31,7 @@ class Phase(NamedTuple):
     when: Callable[[JobContext], bool] = lambda ctx: True
     timed: bool = True  # times the GPU: runs holding the GPU's lease (tasks/gpu_lease.py)
     # its figures follow the host's launch speed: the other jobs of a packed GPU are paused
-    # while it runs (tasks/host_pause.py)
+    # while it runs (sweeper/host_pause.py)
     alone: bool = False
 
 

@@ -20,7 +20,8 @@ from typing import Callable
 
 from sweeper.analysis.breakdown import spread
 from sweeper.record import PHASE_MARK, Record, compiled_warm
-from tasks import autotune_store, compile_store
+from sweeper.stores import autotune_store, compile_store
+from tasks import job_stores
 from tasks import inductor_internals as inductor
 from tasks.modules_profile import ModuleRun
 
@@ -67,8 +68,8 @@ class JobContext:
     real_inputs: object = None  # tasks.capture.InputCapture
     modules: list[ModuleRun] = field(default_factory=list)
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
-    autotune_seed: dict | None = None  # the driver's store entries for this job (tasks/autotune_store.py)
-    compile_seed: dict | None = None  # an earlier run's compile of this job, from the driver (tasks/compile_store.py)
+    autotune_seed: dict | None = None  # the driver's store entries for this job (sweeper/stores/autotune_store.py)
+    compile_seed: dict | None = None  # an earlier run's compile of this job, from the driver (sweeper/stores/compile_store.py)
     earlier_attempts: list | None = None  # what stopped runs of this job gave the store, oldest first (the launcher's)
     checkpoint: object = None  # tasks.autotune_checkpoint.AutotuneCheckpoint while an autotune=on job compiles
     autotune_gpus: int = 1  # GPUs the launcher gave the job: the spare ones are for its autotune benchmarking
@@ -109,7 +110,7 @@ def _quiet_cuda_probes() -> None:
 def setup(ctx: JobContext) -> None:
     import torch
 
-    from sweeper.sweep.models import check_model_name, default_batch_size
+    from sweeper.models import check_model_name, default_batch_size
     from tasks import environment
     from tasks.gc_watch import set_pause
     from tasks.workload import resolve_amp_dtype
@@ -152,7 +153,7 @@ def _set_inductor_options(ctx: JobContext) -> None:
     config.cpp.enable_kernel_profile = True  # C++ kernels in CPU traces
     spread_autotuning(ctx, config)
     if ctx.cfg["inductor"]:  # the user's extra options (checked by the driver already), over ours
-        from sweeper.sweep import inductor_options
+        from sweeper import inductor_options
 
         options = inductor_options.flatten(ctx.cfg["inductor"])
         inductor_options.apply(options)
@@ -202,7 +203,7 @@ def compile_step(ctx: JobContext) -> None:
     if autotune_store.shared_by(ctx.cfg):  # max-autotune results of earlier jobs, from the driver
         seed_autotune_store(ctx)
     if compile_store.shared_by(ctx.cfg):  # an earlier run of this very job compiled it: load, not compile
-        got = compile_store.seed_job(ctx.compile_seed, ctx.job_dir, inductor_cache(), torch.__version__)
+        got = job_stores.seed_compile(ctx.compile_seed, ctx.job_dir, inductor_cache(), torch.__version__)
         ctx.timings["compile_store"] = got
         if got["loaded"]:
             say(f"compile store {got['store']}: an earlier run's compile of this job ({got['bytes'] / 1e6:.1f} MB) loaded")
@@ -247,14 +248,14 @@ def warmup(ctx: JobContext) -> None:
     if autotune_store.shared_by(ctx.cfg):  # every autotuning is done by now: the entries go back to the driver
         ctx.checkpoint.stop()
         store = ctx.timings["autotune_store"]
-        store.update(autotune_store.write_job_entries(ctx.job_dir, inductor_cache(), torch_version(), inductor.system_hash()),
+        store.update(job_stores.write_autotune_entries(ctx.job_dir, inductor_cache(), torch_version(), inductor.system_hash()),
                      partial=False, checkpoints=ctx.checkpoint.writes, kernel_config_hits=inductor.kernel_config_hits())
     if compile_store.shared_by(ctx.cfg):  # every graph is compiled by now: the job's compile goes back too
         store = ctx.timings.setdefault("compile_store", {})
         if compiled_warm(ctx.timings) and not compiled_anything():
             store["job_bytes"] = store.get("bytes")  # all of it came from the store, which keeps it as it is
         else:
-            store["job_bytes"] = compile_store.write_job_blob(
+            store["job_bytes"] = job_stores.write_compile_blob(
                 ctx.job_dir, inductor_cache(), torch_version(), (ctx.record["environment"] or {}).get("gpu"),
                 cold_compile_s(ctx))
     if not ctx.capture.modules:
@@ -277,7 +278,7 @@ def seed_autotune_store(ctx: JobContext) -> None:
     coordesc = bool(inductor.mode_options(mode).get("coordinate_descent_tuning")
                     or inductor.inductor_config().coordinate_descent_tuning)
     system = inductor.system_hash()
-    got = autotune_store.seed_job(seed, inductor_cache(), torch.__version__, system, coordesc)
+    got = job_stores.seed_autotune(seed, inductor_cache(), torch.__version__, system, coordesc)
     attempts = ctx.earlier_attempts
     if attempts:  # this job was stopped before: the record sets what those runs gave beside this one
         got["earlier_attempts"] = attempts

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from sweeper.record import read_record
-from tasks import autotune_store as st
+from sweeper.stores import autotune_store as st
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ["autotune=on", "amp=off", "mode=inference", "+inductor.freezing=true", "measure.timed_steps=2", "measure.warmup_steps=1", "measure.profile_steps=1",

@@ -1,4 +1,4 @@
-"""The autotune store (tasks/autotune_store.py) with real Inductor processes:
+"""The autotune store (sweeper/stores/autotune_store.py) with real Inductor processes:
 on a CPU, max-autotune of a frozen Linear benchmarks C++ GEMM templates against MKL and
 records the timings in the same PersistentCache file as on a GPU."""
 
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tasks import autotune_store as st
+from sweeper.stores import autotune_store as st
+from tasks import job_stores
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPILE = """
@@ -31,12 +32,12 @@ def compile_in(cache: Path, store: Path, job_dir: Path) -> tuple[dict, str]:
     its cache from it, compiles in a fresh process, leaves its entries in its folder, and
     the driver absorbs them into the store."""
     job_dir.mkdir(parents=True)
-    seeded = st.seed_job(st.load(store, TORCH), cache, TORCH)
+    seeded = job_stores.seed_autotune(st.load(store, TORCH), cache, TORCH)
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache), TORCHINDUCTOR_FREEZING="1",
                TORCHINDUCTOR_FX_GRAPH_CACHE="0")  # the graph must really compile (and autotune)
     proc = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    job_entries = st.write_job_entries(job_dir, cache, TORCH)["job_entries"]
+    job_entries = job_stores.write_autotune_entries(job_dir, cache, TORCH)["job_entries"]
     return {**seeded, "job_entries": job_entries, "new_in_store": st.absorb(store, job_dir)["new_in_store"]}, \
         proc.stdout + proc.stderr
 
@@ -76,11 +77,11 @@ def test_store_is_keyed_by_torch_version_and_system(tmp_path):
     seed = st.load(store, "2.11.0")
     assert sorted(seed["systems"]) == ["a100hash", "h200hash"]
     # the job seeds every system of its torch: Inductor reads only its own system's file
-    got = st.seed_job(seed, tmp_path / "cache", "2.11.0")
+    got = job_stores.seed_autotune(seed, tmp_path / "cache", "2.11.0")
     assert got["seeded_entries"] == 5 and sorted(p.name for p in (tmp_path / "cache" / "cache").iterdir()) == [
         "a100hash", "h200hash"]
     # entries of another torch are never used, and the record says why
-    other = st.seed_job(seed, tmp_path / "cache2", "2.12.0")
+    other = job_stores.seed_autotune(seed, tmp_path / "cache2", "2.12.0")
     assert other["seeded_entries"] == 0 and "not used" in other["notes"][0]
     assert not (tmp_path / "cache2").exists()
     # a new torch starts cold
@@ -122,7 +123,7 @@ def test_corrupt_store_file_is_set_aside_not_fatal(tmp_path):
     seed = st.load(tmp_path / "store", "2.11.0")
     assert seed["systems"] == {} and "h.json" in seed["notes"][0] and "h.corrupt" in seed["notes"][0]
     assert (folder / "h.corrupt").exists() and not (folder / "h.json").exists()
-    got = st.seed_job(seed, tmp_path / "cache", "2.11.0")
+    got = job_stores.seed_autotune(seed, tmp_path / "cache", "2.11.0")
     assert got["seeded_entries"] == 0 and got["notes"] == seed["notes"]  # the job's record says so
     # a corrupt file met when absorbing is set aside too, and the job's entries start it afresh
     (folder / "h.json").write_text("not json")
@@ -178,11 +179,11 @@ def test_round_trip_through_the_driver_on_a_two_node_cluster(tmp_path):
 
 
 def test_each_stopped_run_of_a_job_is_listed_and_its_log_kept(tmp_path):
-    """Three sittings of one job: the records' chain (sweeper/sweep/stores.earlier_attempts)
+    """Three sittings of one job: the records' chain (sweeper/stores/exchange.earlier_attempts)
     and the logs moved aside (control.keep_earlier_log), as the launcher does on resume."""
     from sweeper.sweep.control import Job, keep_earlier_log
     from sweeper.sweep.job_process import failed_record
-    from sweeper.sweep.stores import earlier_attempts
+    from sweeper.stores.exchange import earlier_attempts
 
     config = {"autotune": True, "autotune_store": str(tmp_path / "store")}
     job = Job(0, ["model=mixnet_l"], None, tmp_path / "0", {})

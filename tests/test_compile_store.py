@@ -1,4 +1,4 @@
-"""The compile store (tasks/compile_store.py): a later run of the same job loads what the
+"""The compile store (sweeper/stores/compile_store.py): a later run of the same job loads what the
 first compiled, through the driver and the embedded Ray, with real torch.compile on the CPU."""
 
 import json
@@ -12,8 +12,9 @@ import pytest
 
 from sweeper.record import new_record, read_record
 from sweeper.reporting.tables import compile_state
-from sweeper.sweep import stores
-from tasks import compile_store as cs
+from sweeper.stores import exchange
+from sweeper.stores import compile_store as cs
+from tasks import job_stores
 from tasks import inductor_internals
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -153,11 +154,11 @@ def test_the_seed_travels_beside_job_json_not_in_it(tmp_path):
 def test_a_stored_compile_of_another_torch_or_one_that_does_not_load_costs_a_cold_compile(tmp_path):
     seed = {"store": "s", "file": cs.SEED, "meta": {"torch": "2.11.0+other", "cold_compile_s": 3.0}}
     (tmp_path / cs.SEED).write_bytes(b"x")
-    got = cs.seed_job(seed, tmp_path, tmp_path / "cache", "2.14.1")
+    got = job_stores.seed_compile(seed, tmp_path, tmp_path / "cache", "2.14.1")
     assert got["loaded"] is None and "not used" in got["notes"][0]
     # a corrupt blob: torch refuses it (its checksum), the job compiles cold and says so
     seed["meta"]["torch"] = "2.14.1"
-    got = cs.seed_job(seed, tmp_path, tmp_path / "cache", "2.14.1")
+    got = job_stores.seed_compile(seed, tmp_path, tmp_path / "cache", "2.14.1")
     assert got["loaded"] is None and "compiling cold" in got["notes"][-1]
 
 
@@ -165,7 +166,7 @@ def test_a_jobs_compile_that_cannot_be_kept_is_a_note_in_its_record(tmp_path):
     (tmp_path / cs.BLOB).write_bytes(b"blob")
     (tmp_path / cs.META).write_text("{ not json")
     spec = {"config": job_config(compile_store=str(tmp_path / "store"))}
-    record = stores.bring_back(spec, tmp_path, {**new_record(spec, tmp_path), "status": "ok"})
+    record = exchange.bring_back(spec, tmp_path, {**new_record(spec, tmp_path), "status": "ok"})
     assert "could not be kept" in record["timings"]["compile_store"]["notes"][0]
     assert read_record(tmp_path)["timings"]["compile_store"]["notes"]  # written where the sweep reads it
 

@@ -56,7 +56,7 @@ def test_primary_config_sweeps_without_dash_m():
 def test_extra_inductor_options_are_flattened_checked_and_applied():
     import torch._inductor.config as inductor_config
 
-    from sweeper.sweep import inductor_options as io
+    from sweeper import inductor_options as io
 
     flat = io.flatten({"autotune_in_subproc": True, "triton": {"cudagraph_trees": False}})
     assert flat == {"autotune_in_subproc": True, "triton.cudagraph_trees": False}

@@ -1,5 +1,5 @@
 """The other jobs of a packed GPU, paused while one times a launch-bound phase
-(tasks/host_pause.py), with real processes in sessions of their own, as jobs run."""
+(sweeper/host_pause.py), with real processes in sessions of their own, as jobs run."""
 
 import os
 import signal
@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from tasks import host_pause
+from sweeper import host_pause
 from tasks.gpu_lease import GpuLease
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,7 +16,7 @@ from sweeper.sweep.config import JobConfig
 from sweeper.sweep.control import Job, earlier_record, reusable
 from sweeper.sweep.hydra_setup import register
 from sweeper.sweep.order import pair_key
-from tasks import compile_store
+from sweeper.stores import compile_store
 
 CONF = str(Path(__file__).resolve().parent.parent / "conf")
 register()

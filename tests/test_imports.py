@@ -2,7 +2,9 @@
 itself back through others, lazy imports inside functions counted too; the reporting and
 analysis layers never import the sweep side (the end of a sweep hands its folder to the
 reporting side, sweeper/sweep/summary.close_sweep); analysis and reporting import neither
-torch nor Ray."""
+torch nor Ray. Between the job and the driver: the job process (tasks/) reaches nothing of
+the driver's side, not even through a shared module, and no module of sweeper/ or
+hydra_plugins/ imports tasks/ (a job runs as `python -m tasks.job`, a process of its own)."""
 
 import ast
 from pathlib import Path
@@ -28,13 +30,41 @@ def imports_of(path: Path, module: str) -> set[str]:
     return out
 
 
-def graph() -> dict[str, set[str]]:
+def graph(*packages: str) -> dict[str, set[str]]:
+    """Module -> the modules of `packages` it imports (lazy imports included)."""
     modules = {}
-    for path in (ROOT / "sweeper").rglob("*.py"):
-        rel = path.relative_to(ROOT).with_suffix("")
-        name = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
-        modules[name] = path
+    for package in packages or ("sweeper",):
+        for path in (ROOT / package).rglob("*.py"):
+            rel = path.relative_to(ROOT).with_suffix("")
+            name = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+            modules[name] = path
     return {name: {i for i in imports_of(path, name) if i in modules and i != name} for name, path in modules.items()}
+
+
+# The driver's side: what runs a sweep (the launchers, the sweep's checks and job
+# processes, the stores' exchange with each job) and what reads finished ones. The job
+# shares with it only the record, the identity, the analysis, the stores' file formats, the
+# model names and Inductor's options, and the node's pause files.
+DRIVER = ("sweeper.sweep", "sweeper.reporting", "sweeper.stores.exchange", "sweeper.store", "sweeper.history",
+          "sweeper.aggregate", "sweeper.__main__", "hydra_plugins")
+JOB_AND_DRIVER = ("sweeper", "tasks", "hydra_plugins")
+
+
+def driver_side(name: str) -> bool:
+    return any(name == d or name.startswith(d + ".") for d in DRIVER)
+
+
+def reached_from(g: dict[str, set[str]], start: str) -> dict[str, str]:
+    """Every module `start` imports, directly or through others: module -> the one that
+    imports it on the first path found."""
+    seen, todo = {start: ""}, [start]
+    while todo:
+        m = todo.pop()
+        for n in sorted(g[m]):
+            if n not in seen:
+                seen[n] = m
+                todo.append(n)
+    return seen
 
 
 def test_no_import_circle_in_sweeper():
@@ -65,3 +95,38 @@ def test_reporting_and_analysis_never_import_the_sweep_side_torch_or_ray():
     for path in [*(ROOT / "sweeper" / "reporting").rglob("*.py"), *(ROOT / "sweeper" / "analysis").rglob("*.py")]:
         found = imports_of(path, "x.y")
         assert not {i for i in found if i.split(".")[0] in ("torch", "ray")}, path
+
+
+def test_the_job_reaches_nothing_of_the_driver():
+    g = graph(*JOB_AND_DRIVER)
+    found = []
+    for name in sorted(m for m in g if m == "tasks" or m.startswith("tasks.")):
+        via = reached_from(g, name)
+        for bad in sorted(m for m in via if driver_side(m)):
+            path, m = [bad], bad
+            while via[m]:
+                m = via[m]
+                path.append(m)
+            found.append(" -> ".join(reversed(path)))
+    assert found == [], "the job process imports the driver's side: " + " ; ".join(found)
+
+
+def test_nothing_of_sweeper_or_the_launchers_imports_the_job():
+    g = graph(*JOB_AND_DRIVER)
+    found = [f"{name} -> {d}" for name, deps in sorted(g.items()) if not name.startswith("tasks")
+             for d in sorted(deps) if d == "tasks" or d.startswith("tasks.")]
+    assert found == [], "imports of tasks/ outside it: " + " ; ".join(found)
+
+
+def test_the_direction_tests_see_lazy_and_transitive_imports(tmp_path):
+    """The checks above would catch the wrong-way imports this tree once had: a lazy one
+    inside a function, and one reached through a shared module."""
+    pkg = tmp_path / "tasks"
+    pkg.mkdir()
+    (pkg / "phase.py").write_text("def f():\n    from sweeper.models import x\n")
+    found = imports_of(pkg / "phase.py", "tasks.phase")
+    assert "sweeper.models" in found
+    g = {"tasks.phase": {"sweeper.models"}, "sweeper.models": {"sweeper.sweep.validate"}, "sweeper.sweep.validate": set()}
+    via = reached_from(g, "tasks.phase")
+    assert [m for m in via if driver_side(m)] == ["sweeper.sweep.validate"]
+    assert via["sweeper.sweep.validate"] == "sweeper.models"

@@ -15,7 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tasks import autotune_store as st
+from sweeper.stores import autotune_store as st
+from tasks import job_stores
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "tests" / "fixtures" / "h200" / "triton_poi.py"
@@ -58,10 +59,10 @@ def test_a_kernels_config_tuned_in_one_job_is_the_one_another_job_launches_with(
     tuned = inductor(first, "tune")
     assert inductor(second, "look")["best"] is None  # cold: the second job would tune it again
     # the first job's entries, through the driver's store, into a later job
-    counts = st.write_job_entries(tmp_path / "job_a", first, "2.14.1", system="sys")
+    counts = job_stores.write_autotune_entries(tmp_path / "job_a", first, "2.14.1", system="sys")
     assert counts["job_kernel_configs"] == 1
     assert st.absorb(store, tmp_path / "job_a")["new_kernel_configs_in_store"] == 1
-    seeded = st.seed_job(st.load(store, "2.14.1"), second, "2.14.1", system="sys")
+    seeded = job_stores.seed_autotune(st.load(store, "2.14.1"), second, "2.14.1", system="sys")
     assert seeded["seeded_kernel_configs"] == 1
     got = inductor(second, "look")
     assert Path(got["path"]).relative_to(second) == Path(tuned["path"]).relative_to(first)  # the same kernel source
@@ -71,20 +72,20 @@ def test_a_kernels_config_tuned_in_one_job_is_the_one_another_job_launches_with(
 def test_a_config_is_reused_only_where_a_cold_job_could_have_picked_it(tmp_path):
     first, store = tmp_path / "cache_a", tmp_path / "store"
     inductor(first, "tune")
-    st.write_job_entries(tmp_path / "job_a", first, "2.14.1", system="sys")
+    job_stores.write_autotune_entries(tmp_path / "job_a", first, "2.14.1", system="sys")
     st.absorb(store, tmp_path / "job_a")
     seed = st.load(store, "2.14.1")
     # another GPU model (another system hash): its kernels get none of this GPU's configs
-    other_gpu = st.seed_job(seed, tmp_path / "cache_gpu", "2.14.1", system="another")
+    other_gpu = job_stores.seed_autotune(seed, tmp_path / "cache_gpu", "2.14.1", system="another")
     assert other_gpu["seeded_kernel_configs"] == 0 and inductor(tmp_path / "cache_gpu", "look")["best"] is None
     # a job without coordinate descent: a config that coordinate descent found is not given
-    plain = st.seed_job(seed, tmp_path / "cache_plain", "2.14.1", system="sys", coordinate_descent=False)
+    plain = job_stores.seed_autotune(seed, tmp_path / "cache_plain", "2.14.1", system="sys", coordinate_descent=False)
     assert plain["seeded_kernel_configs"] == 0
     # a kernel of another candidate list (other Inductor settings): Inductor itself refuses it
-    st.seed_job(seed, tmp_path / "cache_c", "2.14.1", system="sys")
+    job_stores.seed_autotune(seed, tmp_path / "cache_c", "2.14.1", system="sys")
     assert inductor(tmp_path / "cache_c", "look", configs_hash="hashB")["best"] is None
     # another torch: nothing at all
-    assert st.seed_job(seed, tmp_path / "cache_t", "2.15.0", system="sys")["seeded_kernel_configs"] == 0
+    assert job_stores.seed_autotune(seed, tmp_path / "cache_t", "2.15.0", system="sys")["seeded_kernel_configs"] == 0
 
 
 # In a job process: the seeded config as a compile worker reads it and sends it to the job's
@@ -176,9 +177,9 @@ def test_a_seeded_config_is_launched_as_it_is_not_tuned_again(tmp_path):
     kernel's cache first."""
     first, second, store = tmp_path / "cache_a", tmp_path / "cache_b", tmp_path / "store"
     inductor(first, "tune")
-    st.write_job_entries(tmp_path / "job_a", first, "2.14.1", system="sys")
+    job_stores.write_autotune_entries(tmp_path / "job_a", first, "2.14.1", system="sys")
     st.absorb(store, tmp_path / "job_a")
-    assert st.seed_job(st.load(store, "2.14.1"), second, "2.14.1", system="sys")["seeded_kernel_configs"] == 1
+    assert job_stores.seed_autotune(st.load(store, "2.14.1"), second, "2.14.1", system="sys")["seeded_kernel_configs"] == 1
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(second), PYTHONPATH=str(ROOT))
     out = subprocess.run([sys.executable, "-c", REUSE, str(KERNEL)], env=env, capture_output=True, text=True,
                          timeout=300, cwd=ROOT)
@@ -238,12 +239,12 @@ def test_a_renamed_kernel_of_the_same_code_finds_its_config(tmp_path):
 
     first, second, store = tmp_path / "cache_a", tmp_path / "cache_b", tmp_path / "store"
     inductor(first, "tune")
-    st.write_job_entries(tmp_path / "job_a", first, "2.14.1", system="sys")
+    job_stores.write_autotune_entries(tmp_path / "job_a", first, "2.14.1", system="sys")
     st.absorb(store, tmp_path / "job_a")
     doc = st.load(store, "2.14.1")["systems"]["sys"]
     (rel, code), = doc["kernel_code"].items()
     assert rel in doc["kernel_configs"] and code == ii.kernel_code_key(KERNEL.read_text())
-    seeded = st.seed_job(st.load(store, "2.14.1"), second, "2.14.1", system="sys")
+    seeded = job_stores.seed_autotune(st.load(store, "2.14.1"), second, "2.14.1", system="sys")
     assert (seeded["seeded_kernel_configs"], seeded["seeded_kernel_codes"]) == (1, 1)
     name = re.search(r"^def (triton_\w+)\(", KERNEL.read_text(), re.M).group(1)
     assert name.endswith("6")
@@ -258,7 +259,7 @@ def test_a_renamed_kernel_of_the_same_code_finds_its_config(tmp_path):
     # other code under a new name: tuned as Inductor tunes it
     assert got["other_code"] == "benchmark"
     # the renamed kernel's config is among the job's entries under its own name, for the store
-    assert len(st.job_documents(second, "sys")["sys"]["kernel_configs"]) == 2
+    assert len(job_stores.autotune_documents(second, "sys")["sys"]["kernel_configs"]) == 2
 
 
 # In a job process of a default (autotune off) job: a kernel loaded from the compile store,

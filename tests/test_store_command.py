@@ -1,6 +1,6 @@
 """The autotune store's own command (sweeper/store.py): show, export, import, prune; and
 that two writers into one store lose nothing. The store files are made by the store's own
-functions (tasks/autotune_store.py), as a job's entries are absorbed."""
+functions (sweeper/stores/autotune_store.py), as a job's entries are absorbed."""
 
 import io
 import json
@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from sweeper import store as cmd
-from tasks import autotune_store as st
+from sweeper.stores import autotune_store as st
+from tasks import job_stores
 from tasks.inductor_internals import CODE_INDEX
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -201,7 +202,7 @@ def test_the_h200_headline_export_imports_and_seeds_only_that_gpu(tmp_path):
     row = next(line for line in shown.stdout.splitlines() if line.startswith("2.11.0+cu130"))
     assert "NVIDIA H200" in row and row.split()[4:7] == ["142", "2449", "1125"], row
     seed = st.load(store, "2.11.0+cu130")
-    same_gpu = st.seed_job(seed, tmp_path / "h200_cache", "2.11.0+cu130", H200_SYSTEM, coordinate_descent=True)
+    same_gpu = job_stores.seed_autotune(seed, tmp_path / "h200_cache", "2.11.0+cu130", H200_SYSTEM, coordinate_descent=True)
     assert (same_gpu["seeded_ops"], same_gpu["seeded_kernel_configs"]) == (142, 1125)
     assert len(list((tmp_path / "h200_cache").glob("*/*.best_config"))) == 1125  # where its kernels look
     # the code index a renamed kernel looks in: one entry a code key (916 keyed configs, two
@@ -210,8 +211,8 @@ def test_the_h200_headline_export_imports_and_seeds_only_that_gpu(tmp_path):
     assert same_gpu["seeded_kernel_codes"] == len(index) == 914
     # another GPU model (another system hash) uses none of it: Inductor reads only its own
     # GPU's timings file; a job without coordinate descent none of these configs (all 1125 found by it)
-    other = st.seed_job(seed, tmp_path / "other_cache", "2.11.0+cu130", "another-gpu", coordinate_descent=True)
-    no_coordesc = st.seed_job(seed, tmp_path / "plain_cache", "2.11.0+cu130", H200_SYSTEM, coordinate_descent=False)
+    other = job_stores.seed_autotune(seed, tmp_path / "other_cache", "2.11.0+cu130", "another-gpu", coordinate_descent=True)
+    no_coordesc = job_stores.seed_autotune(seed, tmp_path / "plain_cache", "2.11.0+cu130", H200_SYSTEM, coordinate_descent=False)
     assert (other["seeded_ops"], other["seeded_kernel_configs"]) == (0, 0)
     assert no_coordesc["seeded_ops"] == 142 and no_coordesc["seeded_kernel_configs"] == 0
     assert not list((tmp_path / "other_cache").glob("*/*.best_config"))

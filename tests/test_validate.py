@@ -325,7 +325,7 @@ def test_a_key_added_with_plus_stops_the_sweep(tmp_path, overrides, named):
 
 NAMES_CHECK = r"""
 import json, sys
-from sweeper.sweep.models import UnknownModelError, check_model_name
+from sweeper.models import UnknownModelError, check_model_name
 check_model_name("resnet18")
 try:
     check_model_name("resnet_18")

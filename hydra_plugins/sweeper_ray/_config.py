@@ -33,7 +33,7 @@ class RayLauncherConf:
     jobs_per_gpu: str = "auto"
     # true: while a packed job times a phase that follows the host's launch speed (its eager
     # and compiled steps, its modules), the other jobs of its GPU stand paused (SIGSTOP of
-    # their process groups, tasks/host_pause.py), so that nothing but the holder runs on the
+    # their process groups, sweeper/host_pause.py), so that nothing but the holder runs on the
     # host. Off by default: on an H200 it lengthened a packed night from 166 to 185 s, and
     # its launch-bound steps did not read measurably closer to one job a GPU than without
     # it (docs/findings.md, "One GPU kept busy"); the holder's own launch cores are kept

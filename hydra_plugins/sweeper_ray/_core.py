@@ -42,7 +42,8 @@ from hydra_plugins.sweeper_ray._machine import cpu_only, local_gpu_name, local_g
 from hydra_plugins.sweeper_ray._ray import (ResultsNotWritten, collect, init_ray, job_resources, record_without_worker,
                                              run_in_worker, salvage, scratch_key)
 from sweeper.record import write_record
-from sweeper.sweep import packing, pythons, stores
+from sweeper.stores import exchange
+from sweeper.sweep import packing, pythons
 from sweeper.sweep import summary as sm
 from sweeper.sweep.machine import nvml_memory_gib
 from sweeper.sweep.job_process import failed_record
@@ -135,7 +136,7 @@ class RaySweep:
     each; Ctrl-C cancels the rest.
 
     Jobs are submitted one free slot at a time rather than all at once, so that each job
-    leaves with the autotune store as it is when the job starts (stores.py)."""
+    leaves with the autotune store as it is when the job starts (sweeper/stores/exchange.py)."""
 
     def __init__(self, conf: dict, jobs: list[Job], sweep_dir: Path) -> None:
         self.conf, self.jobs, self.sweep_dir = conf, jobs, sweep_dir
@@ -186,7 +187,7 @@ class RaySweep:
             if record is None:
                 earlier = earlier_record(job)
                 kept_log = keep_earlier_log(job) if earlier and earlier.get("status") != "ok" else None
-                attempts = stores.earlier_attempts(job.spec["config"], earlier, log=kept_log)
+                attempts = exchange.earlier_attempts(job.spec["config"], earlier, log=kept_log)
                 if attempts:  # stopped runs of this job gave the store their partial tuning: the record says so
                     job.spec["earlier_attempts"] = attempts
                 to_run.append(job)
@@ -223,9 +224,9 @@ class RaySweep:
         gpu_nodes = sum(1 for n in ray.nodes() if n.get("Alive") and n["Resources"].get("GPU", 0) > 0)
         self.lend = bool(conf["lend_spare_gpus"]) and res["num_gpus"] == 1 and gpu_nodes == 1
         tuned = {shape_group(j.spec["config"]) for j in self.jobs  # kept from an earlier run: their timings are in the store
-                 if j.num in self.records and stores.shares(j.spec["config"])}
+                 if j.num in self.records and exchange.shares(j.spec["config"])}
         self.queue = JobQueue(to_run, config=lambda j: j.spec["config"], num=lambda j: j.num,
-                              shares=stores.shares, tuned=tuned)
+                              shares=exchange.shares, tuned=tuned)
         self.fill()
 
     def free_gpus(self) -> int | None:
@@ -243,7 +244,7 @@ class RaySweep:
             if job is None:  # the rest wait for their group's first autotune=on job
                 return
             save_hydra_files(job)
-            spec, remote, per_gpu = stores.with_seed(job.spec), self.remote, self.jobs_per_gpu
+            spec, remote, per_gpu = exchange.with_seed(job.spec), self.remote, self.jobs_per_gpu
             if job.num in self.alone:  # ran out of GPU memory beside others: the whole GPU this time
                 remote, per_gpu = self.remote_fn.options(**{**self.options, "num_gpus": 1}), 1
                 self.gpus_of[job.num] = self.jobs_per_gpu
@@ -274,7 +275,7 @@ class RaySweep:
                 took = time.time() - self.submitted_at[job.num]
                 try:
                     record = collect(ref, job, took, self.scratch_root / job.job_dir.name)
-                    record = stores.bring_back(job.spec, job.job_dir, record)
+                    record = exchange.bring_back(job.spec, job.job_dir, record)
                 except ResultsNotWritten as e:
                     progress.stop()
                     self.stop_unwritable(e, took)
@@ -358,7 +359,7 @@ class RaySweep:
         running = {job.job_dir: self.scratch_root / job.job_dir.name for job in self.pending.values()}
         try:  # the stopped jobs' logs, and what the autotune jobs had tuned so far, for the store
             kept = salvage(running) if running else 0
-            if any(stores.shares(job.spec["config"]) for job in self.pending.values()):
+            if any(exchange.shares(job.spec["config"]) for job in self.pending.values()):
                 print(f"[sweep] autotune entries of {kept} stopped jobs brought back for the store", flush=True)
         except Exception as e:  # noqa: BLE001 - the finished results and the summary come first
             print(f"[sweep] what the stopped jobs left on their nodes could not be brought back: {type(e).__name__}: {e}",
@@ -367,7 +368,7 @@ class RaySweep:
             record = record_without_worker(job, "cancelled (Ctrl-C or SIGTERM) before it finished",
                                            time.time() - self.submitted_at[job.num],
                                            self.scratch_root / job.job_dir.name, status="cancelled")
-            self.finished(job, stores.bring_back(job.spec, job.job_dir, record))
+            self.finished(job, exchange.bring_back(job.spec, job.job_dir, record))
         for job in queued:  # never submitted
             save_hydra_files(job)
             self.finished(job, record_without_worker(job, "cancelled (Ctrl-C or SIGTERM) before it started", 0.0,

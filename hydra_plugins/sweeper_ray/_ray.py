@@ -21,7 +21,7 @@ from sweeper.record import atomic_write_bytes, relocate, write_record
 from sweeper.sweep.control import Job
 from sweeper.sweep.job_process import failed_record
 from sweeper.sweep.validate import SweepConfigError, stop_on_problem
-from tasks.autotune_store import ENTRIES_FILE
+from sweeper.stores.autotune_store import ENTRIES_FILE
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -69,7 +69,7 @@ JOB_COLUMNS: dict[str, str] = {
     "microbench_error": "the first such failure",
     "jobs_per_gpu": "jobs the job's GPU took at once (hydra.launcher.jobs_per_gpu); none: no GPU lease (a CPU job, an older record)",
     "lease_wait_s": "seconds the job waited for its GPU's lease, its timed phases and Inductor's benchmarks together (tasks/gpu_lease.py)",
-    "paused_others_s": "seconds this job kept the other jobs of its GPU paused while it timed its steps and modules alone (hydra.launcher.pause_while_timing; tasks/host_pause.py); none: not packed, or not paused",
+    "paused_others_s": "seconds this job kept the other jobs of its GPU paused while it timed its steps and modules alone (hydra.launcher.pause_while_timing; sweeper/host_pause.py); none: not packed, or not paused",
     "paused_by_others_s": "seconds this job stood paused while other jobs of its GPU timed (its compile_s includes them); none: never paused",
     "shared_gpu_with": "the jobs that ran on the same GPU at the same time as this one (space-separated numbers)",
     "rerun_alone": "why the job ran again alone on its GPU (it ran out of GPU memory beside others); none: it did not",

@@ -65,7 +65,7 @@ class MeasureConfig:
 @dataclass
 class JobConfig:
     model: str = "resnet18"  # any timm model name; always built with pretrained=False
-    batch_size: Optional[int] = None  # None: the curated per-model default (sweeper/sweep/models.py)
+    batch_size: Optional[int] = None  # None: the curated per-model default (sweeper/models.py)
     image_size: Optional[int] = None  # None: the model's own input size
     mode: Mode = Mode.training  # a training step (forward and backward, no optimizer) or a forward alone
     amp: bool = True  # autocast (mixed precision)
@@ -77,14 +77,14 @@ class JobConfig:
     # Where the job-private Inductor/Triton cache folders go. None: inside the job folder.
     cache_root: Optional[str] = None
     # Extra torch._inductor.config options set in the job before it compiles, e.g.
-    # +inductor.autotune_in_subproc=true (sweeper/sweep/inductor_options.py). Part of the job's key.
+    # +inductor.autotune_in_subproc=true (sweeper/inductor_options.py). Part of the job's key.
     inductor: Dict[str, Any] = field(default_factory=dict)
-    # Where max-autotune results are kept on the driver's machine (tasks/autotune_store.py):
+    # Where max-autotune results are kept on the driver's machine (sweeper/stores/autotune_store.py):
     # each autotune=on job is seeded with the timings of every job before it, this sweep's
     # and earlier sweeps' (same torch, Triton, CUDA and GPU model), and its new ones come
     # back with its results. off: every job autotunes from cold and nothing is kept.
     autotune_store: Optional[str] = "~/.cache/sweeper/autotune"
-    # Where each job's compile is kept on the driver's machine (tasks/compile_store.py): the
+    # Where each job's compile is kept on the driver's machine (sweeper/stores/compile_store.py): the
     # same job in a later sweep loads it instead of compiling (same kernels; its compile_s is
     # then a warm figure, compile_state warm). Never shared between different jobs. off:
     # every job compiles cold.

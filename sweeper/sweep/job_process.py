@@ -16,10 +16,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from sweeper.host_pause import LEASE_DIR, Watchdog, safe_name, wanted
 from sweeper.record import PHASE_MARK, Record, RecordError, new_record, read_record, write_record
-from tasks import autotune_store, compile_store
-from tasks.gpu_lease import LEASE_DIR, safe_name
-from tasks.host_pause import Watchdog, wanted
+from sweeper.stores import autotune_store, compile_store
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]  # holds sweeper/ and tasks/
 
@@ -99,7 +98,7 @@ def run_job_process(
         )
         reason = None
         offset = 0
-        # A packed job may be paused while another times its GPU (tasks/host_pause.py): the
+        # A packed job may be paused while another times its GPU (sweeper/host_pause.py): the
         # time it spent stopped does not count against its limit, and a pause whose pauser
         # died or hung is ended here.
         watchdog = _watchdog(spec, proc.pid)

@@ -4,7 +4,7 @@ and the launcher's checks answer as the job itself will (tasks/phases.setup)."""
 
 from __future__ import annotations
 
-from sweeper.sweep.models import default_batch_size
+from sweeper.models import default_batch_size
 
 
 def nvml_gpus() -> tuple[int | None, str | None]:

@@ -120,7 +120,7 @@ def problems(args: list[str], groups: set[str]) -> list[str]:
                 out.append(problem)
                 break
     if inductor:
-        from sweeper.sweep import inductor_options
+        from sweeper import inductor_options
 
         out += inductor_options.problems(inductor)
     if wants_cuda_without_gpu(args, groups):

@@ -6,7 +6,7 @@ other jobs first and a failed record at the end.
 
 from __future__ import annotations
 
-from sweeper.sweep.models import UnknownModelError, check_model_name
+from sweeper.models import UnknownModelError, check_model_name
 
 FAULTS = (None, "crash", "hang", "raise", "stall_mid_compile", "oom_when_packed")
 
@@ -79,7 +79,7 @@ def job_problems(cfg: dict) -> list[str]:
     settings += [(f"measure.{key}", value) for key, value in (cfg.get("measure") or {}).items()]
     problems += [p for key, value in settings if (p := setting_problem(key, value))]
     if cfg.get("inductor"):
-        from sweeper.sweep import inductor_options
+        from sweeper import inductor_options
 
         problems.extend(inductor_options.problems(inductor_options.flatten(cfg["inductor"])))
     return problems

@@ -14,15 +14,15 @@ A job is seeded only with the blob of an earlier run of the same job (its config
 but for keys that change no compile, key()), never with another job's: within one sweep
 every job still compiles as cold as before, and a cold compile's figures stay comparable.
 Different jobs share max-autotune timings through the autotune store instead
-(tasks/autotune_store.py).
+(sweeper/stores/autotune_store.py).
 
 The blob travels like the autotune store's entries: the driver reads it into the job's
-spec (`compile_seed`), the job process finds it beside its job.json, and the job's new
-blob comes back in its folder (compile_artifacts.bin) for the driver to keep, so jobs on
+spec (`compile_seed`), the job process finds it beside its job.json and loads it
+(tasks/job_stores.py: seed_compile), and the job's new blob comes back in its folder (compile_artifacts.bin) for the driver to keep, so jobs on
 cluster nodes that share no disk take part too. Files: `<store>/torch-<version>/<key
 hash>.bin`, and `.json` beside it (the key, the GPU, what it holds, the cold compile's
-seconds, the kernels' tuned configs). Nothing is reused across torch versions; Inductor's own keys inside the blob
-check the rest (GPU, Triton, CUDA, the graph), so a blob that does not fit only misses.
+seconds, the kernels' tuned configs). Nothing is reused across torch versions; Inductor's
+own keys inside the blob check the rest (GPU, Triton, CUDA, the graph), so a blob that does not fit only misses.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ import shutil
 from pathlib import Path
 
 from sweeper.identity import compile_identity
-from sweeper.record import atomic_write_bytes, atomic_write_text
-from tasks.autotune_store import enabled, torch_folder
+from sweeper.record import atomic_write_text
+from sweeper.stores.autotune_store import enabled, torch_folder
 
 BLOB = "compile_artifacts.bin"  # in the job folder: the job's blob, back to the driver
 META = "compile_artifacts.json"
@@ -89,55 +89,6 @@ def place_seed(spec: dict, job_dir: Path) -> dict:
         (job_dir / SEED).write_bytes(data)
     described = {k: v for k, v in seed.items() if k != "data"}
     return {**spec, "compile_seed": {**described, "file": SEED if data else None}}
-
-
-def seed_job(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_version: str) -> dict:
-    """Job, before it compiles: load the earlier run's blob into this process's caches, and
-    its kernels' tuned configs over what the blob put there (inductor.tuned_configs says
-    why). Returns what the record keeps (timings.compile_store)."""
-    from tasks import inductor_internals as inductor
-
-    out = {"store": (seed or {}).get("store"), "loaded": None, "bytes": 0, "notes": list((seed or {}).get("notes", []))}
-    path = job_dir / SEED
-    if not seed or not seed.get("file") or not path.is_file():
-        return out
-    meta = seed.get("meta") or {}
-    if meta.get("torch") != torch_version:
-        out["notes"].append(f"the stored compile is of torch {meta.get('torch')}, this job runs {torch_version}: not used")
-        return out
-    data = path.read_bytes()
-    try:
-        out["loaded"] = inductor.load_cache_artifacts(data) or None
-    except Exception as e:  # noqa: BLE001 - a blob that does not load costs a cold compile, never the job
-        out["notes"].append(f"the stored compile did not load ({type(e).__name__}: {e}): compiling cold")
-    else:
-        if out["loaded"]:
-            out["tuned_configs"] = inductor.put_tuned_configs(inductor_cache, meta.get("tuned_configs") or {})
-        else:  # torch warns in the job's log (a corrupt or foreign blob) and loads nothing
-            out["notes"].append(f"the stored compile {seed.get('store')} held nothing this torch could load "
-                                "(the job's log says why): compiling cold")
-    out["bytes"] = len(data)
-    out["cold_compile_s"] = meta.get("cold_compile_s")
-    path.unlink()
-    return out
-
-
-def write_job_blob(job_dir: Path, inductor_cache: Path, torch_version: str, gpu: str | None,
-                   cold_compile_s: float | None) -> int:
-    """Job, once every compile is done: its blob (BLOB) and what it holds (META, with its
-    kernels' tuned configs) into its folder, for the driver; returns its size in bytes (0:
-    nothing was compiled)."""
-    from tasks import inductor_internals as inductor
-
-    got = inductor.save_cache_artifacts()
-    if not got or not got[0]:
-        return 0
-    data, kinds = got
-    atomic_write_bytes(job_dir / BLOB, data)
-    atomic_write_text(job_dir / META, json.dumps({"torch": torch_version, "gpu": gpu, "kinds": kinds,
-                                                  "bytes": len(data), "cold_compile_s": cold_compile_s,
-                                                  "tuned_configs": inductor.tuned_configs(inductor_cache)}))
-    return len(data)
 
 
 def absorb(store: Path, job_dir: Path, config: dict) -> int | None:

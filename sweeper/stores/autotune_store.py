@@ -21,9 +21,10 @@ Jobs keep private caches, and on a Ray cluster nodes share no disk, so the entri
 through the driver:
 - driver, before a job starts: load() reads the store for the job's torch version, and the
   launcher puts it in the job's spec (`autotune_seed`);
-- job, before it compiles: seed_job() merges the timings into the job's own cache and
-  writes the kernel configs of its own system where Inductor looks for them;
-- job, while it compiles (tasks/autotune_checkpoint.py) and after: write_job_entries()
+- job, before it compiles: seed_autotune() (tasks/job_stores.py) merges the timings into
+  the job's own cache and writes the kernel configs of its own system where Inductor looks
+  for them;
+- job, while it compiles (tasks/autotune_checkpoint.py) and after: write_autotune_entries()
   leaves the job's entries in its folder (ENTRIES_FILE), marked partial until the compile
   is over, so that a job killed or timed out mid-compile still gives what it tuned;
 - driver, when the job's folder is back (finished, failed, timed out or cancelled):
@@ -41,7 +42,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -133,7 +133,7 @@ def _set_aside(path: Path, error: StoreError) -> str:
     return f"{error}; set aside as {path.with_suffix('.corrupt').name}"
 
 
-def _write_atomic(path: Path, doc: dict) -> None:
+def write_doc(path: Path, doc: dict) -> None:
     atomic_write_text(path, json.dumps(doc, indent=1))
 
 
@@ -169,7 +169,7 @@ def merge_into_store(folder: Path, system: str, doc: dict) -> tuple[int, int]:
             _set_aside(target, e)
             shared = {"system": doc.get("system"), "cache": {}, "kernel_configs": {}}
         new = merge_doc(shared, doc)
-        _write_atomic(target, shared)
+        write_doc(target, shared)
         mark_used(folder, system)
     return new
 
@@ -191,85 +191,6 @@ def load(store: Path, torch_version: str) -> dict:
                 systems[f.stem] = doc
                 mark_used(folder, f.stem)
     return {"store": str(folder), "torch": torch_version, "systems": systems, "notes": notes}
-
-
-def _job_files(inductor_cache: Path) -> Path:
-    return inductor_cache / "cache"
-
-
-def _by_coordinate_descent(text: str) -> bool:
-    try:
-        return bool(json.loads(text).get("found_by_coordesc"))
-    except (ValueError, AttributeError):
-        return False
-
-
-def seed_job(seed: dict, inductor_cache: Path, torch_version: str, system: str | None = None,
-             coordinate_descent: bool = True) -> dict:
-    """Job: merge the driver's timings into this job's own Inductor cache, and write the
-    kernel configs of this job's system (`system`: Inductor's system hash here) where its
-    kernels will look for them, before torch compiles anything. Entries of another torch
-    version are not used; nor, in a job without coordinate descent, configs that coordinate
-    descent found (a cold job of its settings could not pick them)."""
-    from tasks import inductor_internals as inductor
-
-    out = {"store": seed.get("store"), "seeded_entries": 0, "seeded_ops": 0, "seeded_kernel_configs": 0,
-           "notes": list(seed.get("notes", []))}
-    if seed.get("torch") != torch_version:
-        out["notes"].append(f"store entries are for torch {seed.get('torch')}, this job runs {torch_version}: not used")
-        return out
-    files = _job_files(inductor_cache)
-    for name, doc in seed.get("systems", {}).items():
-        if doc.get("cache"):
-            files.mkdir(parents=True, exist_ok=True)
-            target = files / name
-            mine = read_doc(target) if target.exists() else {"system": doc.get("system"), "cache": {}}
-            merge_entries(mine["cache"], doc["cache"])
-            _write_atomic(target, mine)
-            if system is None or name == system:  # Inductor reads only its own GPU's file: count only that
-                out["seeded_entries"] += count_entries(doc["cache"])
-                out["seeded_ops"] += count_ops(doc["cache"])
-        if name == system and doc.get("kernel_configs"):  # a kernel's config fits only the GPU it was tuned on
-            configs = {k: v for k, v in doc["kernel_configs"].items()
-                       if coordinate_descent or not _by_coordinate_descent(v)}
-            out["seeded_kernel_configs"] = inductor.put_tuned_configs(inductor_cache, configs)
-            out["seeded_kernel_codes"] = inductor.put_code_index(inductor_cache, configs, doc.get("kernel_code") or {})
-    return out
-
-
-def job_documents(inductor_cache: Path, system: str | None) -> dict[str, dict]:
-    """Job: its cache's timings by system (seeded ones included), and its kernel configs
-    under its own system."""
-    from tasks import inductor_internals as inductor
-
-    src, systems = _job_files(inductor_cache), {}
-    for f in sorted(p for p in src.iterdir() if p.is_file() and not p.name.startswith(".")) if src.is_dir() else []:
-        try:
-            doc = read_doc(f)
-        except StoreError:  # Inductor writes it atomically; an odd file is not the job's failure
-            continue
-        if doc.get("cache"):
-            systems[f.name] = {"system": doc.get("system"), "cache": doc["cache"]}
-    configs = inductor.tuned_configs(inductor_cache) if Path(inductor_cache).is_dir() else {}
-    if configs and system:
-        mine = systems.setdefault(system, {"system": None, "cache": {}})
-        mine["kernel_configs"] = configs
-        mine["kernel_code"] = inductor.kernel_code_keys(inductor_cache)
-    return systems
-
-
-def write_job_entries(job_dir: Path, inductor_cache: Path, torch_version: str, system: str | None = None,
-                      partial: bool = False, progress: dict | None = None) -> dict:
-    """Job: its timings and kernel configs into job_dir/ENTRIES_FILE, for the driver;
-    `partial` while the compile goes on, with `progress` (the phase and when it started,
-    so that a killed job's record can say how far it got). Returns the counts."""
-    systems = job_documents(inductor_cache, system)
-    counts = describe(systems)
-    if systems:
-        doc = {"torch": torch_version, "systems": systems, "partial": partial, "written_at": time.time(),
-               **({"progress": progress} if progress else {})}
-        _write_atomic(Path(job_dir) / ENTRIES_FILE, doc)
-    return counts
 
 
 def describe(systems: dict[str, dict]) -> dict:

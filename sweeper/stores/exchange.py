@@ -1,10 +1,14 @@
-"""The driver's side of the two stores, both folders on the driver's machine:
+"""The stores' exchange with each job, on the driver: both stores are folders on the
+driver's machine.
 
-- the autotune store (tasks/autotune_store.py): each autotune=on job leaves with the
-  store's max-autotune timings in its spec and comes back with its own, which the store
-  keeps for every job that starts after it;
-- the compile store (tasks/compile_store.py): each job leaves with what an earlier run of
-  the same job compiled, if any, and comes back with what it compiled.
+- the autotune store (autotune_store.py): each autotune=on job leaves with the store's
+  max-autotune timings in its spec and comes back with its own, which the store keeps for
+  every job that starts after it;
+- the compile store (compile_store.py): each job leaves with what an earlier run of the
+  same job compiled, if any, and comes back with what it compiled.
+
+The job's side (putting the seeds into its caches, leaving its entries) is
+tasks/job_stores.py.
 
 Both launchers call with_seed() before a job starts and bring_back() when its folder is back."""
 
@@ -13,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sweeper.record import write_record
-from tasks import autotune_store, compile_store
+from sweeper.stores import autotune_store, compile_store
 
 
 # whether a job takes and gives autotune store entries (the job order's groups follow it,

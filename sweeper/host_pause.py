@@ -29,6 +29,14 @@ import time
 from pathlib import Path
 
 MAX_PAUSE_S = 300.0  # longer than any phase measured; past it a pause is taken for a hang
+# The folder of a node's GPU leases (tasks/gpu_lease.py), node-local and shared by every
+# sweep on the node; the pause's files lie beside each GPU's lock.
+LEASE_DIR = "/tmp/sweeper-gpu-lease"
+
+
+def safe_name(key: str) -> str:
+    """The GPU's key as the stem of its files in the lease folder."""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in key)
 
 
 def wanted(pause_others: bool, jobs_per_gpu: int) -> bool:

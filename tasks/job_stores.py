@@ -1,0 +1,144 @@
+"""The job's side of the two stores (sweeper/stores/: what they keep and how the driver
+sends and takes back their entries): before it compiles, the job puts what the driver sent
+into its own Inductor cache; after (and, for autotuning, while) it compiles, it leaves its
+own entries in its folder for the driver.
+
+- autotune store: seed_autotune() merges the store's template timings into the job's cache
+  and writes the kernel configs of its GPU where its kernels look for them;
+  write_autotune_entries() leaves the job's timings and configs in its folder
+  (autotune_store.ENTRIES_FILE), marked partial while the compile goes on
+  (tasks/autotune_checkpoint.py);
+- compile store: seed_compile() loads an earlier run's blob of this very job into the
+  process's caches; write_compile_blob() leaves the job's own (compile_store.BLOB, META).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from sweeper.record import atomic_write_bytes, atomic_write_text
+from sweeper.stores import autotune_store as at
+from sweeper.stores import compile_store as cs
+from tasks import inductor_internals as inductor
+
+
+def _job_files(inductor_cache: Path) -> Path:
+    return inductor_cache / "cache"
+
+
+def _by_coordinate_descent(text: str) -> bool:
+    try:
+        return bool(json.loads(text).get("found_by_coordesc"))
+    except (ValueError, AttributeError):
+        return False
+
+
+def seed_autotune(seed: dict, inductor_cache: Path, torch_version: str, system: str | None = None,
+                  coordinate_descent: bool = True) -> dict:
+    """Job: merge the driver's timings into this job's own Inductor cache, and write the
+    kernel configs of this job's system (`system`: Inductor's system hash here) where its
+    kernels will look for them, before torch compiles anything. Entries of another torch
+    version are not used; nor, in a job without coordinate descent, configs that coordinate
+    descent found (a cold job of its settings could not pick them)."""
+    out = {"store": seed.get("store"), "seeded_entries": 0, "seeded_ops": 0, "seeded_kernel_configs": 0,
+           "notes": list(seed.get("notes", []))}
+    if seed.get("torch") != torch_version:
+        out["notes"].append(f"store entries are for torch {seed.get('torch')}, this job runs {torch_version}: not used")
+        return out
+    files = _job_files(inductor_cache)
+    for name, doc in seed.get("systems", {}).items():
+        if doc.get("cache"):
+            files.mkdir(parents=True, exist_ok=True)
+            target = files / name
+            mine = at.read_doc(target) if target.exists() else {"system": doc.get("system"), "cache": {}}
+            at.merge_entries(mine["cache"], doc["cache"])
+            at.write_doc(target, mine)
+            if system is None or name == system:  # Inductor reads only its own GPU's file: count only that
+                out["seeded_entries"] += at.count_entries(doc["cache"])
+                out["seeded_ops"] += at.count_ops(doc["cache"])
+        if name == system and doc.get("kernel_configs"):  # a kernel's config fits only the GPU it was tuned on
+            configs = {k: v for k, v in doc["kernel_configs"].items()
+                       if coordinate_descent or not _by_coordinate_descent(v)}
+            out["seeded_kernel_configs"] = inductor.put_tuned_configs(inductor_cache, configs)
+            out["seeded_kernel_codes"] = inductor.put_code_index(inductor_cache, configs, doc.get("kernel_code") or {})
+    return out
+
+
+def autotune_documents(inductor_cache: Path, system: str | None) -> dict[str, dict]:
+    """Job: its cache's timings by system (seeded ones included), and its kernel configs
+    under its own system."""
+    src, systems = _job_files(inductor_cache), {}
+    for f in sorted(p for p in src.iterdir() if p.is_file() and not p.name.startswith(".")) if src.is_dir() else []:
+        try:
+            doc = at.read_doc(f)
+        except at.StoreError:  # Inductor writes it atomically; an odd file is not the job's failure
+            continue
+        if doc.get("cache"):
+            systems[f.name] = {"system": doc.get("system"), "cache": doc["cache"]}
+    configs = inductor.tuned_configs(inductor_cache) if Path(inductor_cache).is_dir() else {}
+    if configs and system:
+        mine = systems.setdefault(system, {"system": None, "cache": {}})
+        mine["kernel_configs"] = configs
+        mine["kernel_code"] = inductor.kernel_code_keys(inductor_cache)
+    return systems
+
+
+def write_autotune_entries(job_dir: Path, inductor_cache: Path, torch_version: str, system: str | None = None,
+                           partial: bool = False, progress: dict | None = None) -> dict:
+    """Job: its timings and kernel configs into job_dir/ENTRIES_FILE, for the driver;
+    `partial` while the compile goes on, with `progress` (the phase and when it started,
+    so that a killed job's record can say how far it got). Returns the counts."""
+    systems = autotune_documents(inductor_cache, system)
+    counts = at.describe(systems)
+    if systems:
+        doc = {"torch": torch_version, "systems": systems, "partial": partial, "written_at": time.time(),
+               **({"progress": progress} if progress else {})}
+        at.write_doc(Path(job_dir) / at.ENTRIES_FILE, doc)
+    return counts
+
+
+def seed_compile(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_version: str) -> dict:
+    """Job, before it compiles: load the earlier run's blob into this process's caches, and
+    its kernels' tuned configs over what the blob put there (inductor.tuned_configs says
+    why). Returns what the record keeps (timings.compile_store)."""
+    out = {"store": (seed or {}).get("store"), "loaded": None, "bytes": 0, "notes": list((seed or {}).get("notes", []))}
+    path = job_dir / cs.SEED
+    if not seed or not seed.get("file") or not path.is_file():
+        return out
+    meta = seed.get("meta") or {}
+    if meta.get("torch") != torch_version:
+        out["notes"].append(f"the stored compile is of torch {meta.get('torch')}, this job runs {torch_version}: not used")
+        return out
+    data = path.read_bytes()
+    try:
+        out["loaded"] = inductor.load_cache_artifacts(data) or None
+    except Exception as e:  # noqa: BLE001 - a blob that does not load costs a cold compile, never the job
+        out["notes"].append(f"the stored compile did not load ({type(e).__name__}: {e}): compiling cold")
+    else:
+        if out["loaded"]:
+            out["tuned_configs"] = inductor.put_tuned_configs(inductor_cache, meta.get("tuned_configs") or {})
+        else:  # torch warns in the job's log (a corrupt or foreign blob) and loads nothing
+            out["notes"].append(f"the stored compile {seed.get('store')} held nothing this torch could load "
+                                "(the job's log says why): compiling cold")
+    out["bytes"] = len(data)
+    out["cold_compile_s"] = meta.get("cold_compile_s")
+    path.unlink()
+    return out
+
+
+def write_compile_blob(job_dir: Path, inductor_cache: Path, torch_version: str, gpu: str | None,
+                       cold_compile_s: float | None) -> int:
+    """Job, once every compile is done: its blob (BLOB) and what it holds (META, with its
+    kernels' tuned configs) into its folder, for the driver; returns its size in bytes (0:
+    nothing was compiled)."""
+    got = inductor.save_cache_artifacts()
+    if not got or not got[0]:
+        return 0
+    data, kinds = got
+    atomic_write_bytes(job_dir / cs.BLOB, data)
+    atomic_write_text(job_dir / cs.META, json.dumps({"torch": torch_version, "gpu": gpu, "kinds": kinds,
+                                                     "bytes": len(data), "cold_compile_s": cold_compile_s,
+                                                     "tuned_configs": inductor.tuned_configs(inductor_cache)}))
+    return len(data)
