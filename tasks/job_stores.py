@@ -9,18 +9,21 @@ own entries in its folder for the driver.
   (autotune_store.ENTRIES_FILE), marked partial while the compile goes on
   (tasks/autotune_checkpoint.py);
 - compile store: seed_compile() loads an earlier run's blob of this very job into the
-  process's caches; write_compile_blob() leaves the job's own (compile_store.BLOB, META).
+  process's caches (and, on a CPU, the C++ kernel libraries it built: tasks/cpu_libraries.py);
+  write_compile_blob() leaves the job's own (compile_store.BLOB, LIBS, META).
 """
 
 from __future__ import annotations
 
 import json
+import tarfile
 import time
 from pathlib import Path
 
 from sweeper.record import atomic_write_bytes, atomic_write_text
 from sweeper.stores import autotune_store as at
 from sweeper.stores import compile_store as cs
+from tasks import cpu_libraries
 from tasks import inductor_internals as inductor
 
 
@@ -125,7 +128,31 @@ def seed_compile(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_v
     out["bytes"] = len(data)
     out["cold_compile_s"] = meta.get("cold_compile_s")
     path.unlink()
+    _seed_cpu_libraries(seed, meta, job_dir, inductor_cache, out)
     return out
+
+
+def _seed_cpu_libraries(seed: dict, meta: dict, job_dir: Path, inductor_cache: Path, out: dict) -> None:
+    """The earlier run's C++ kernel libraries into this job's cache, where it runs on the
+    host they were built for (tasks/cpu_libraries.py); out["cpu_libraries"] says how many."""
+    path = job_dir / cs.SEED_LIBS
+    if not seed.get("libs_file") or not path.is_file():
+        return
+    out["bytes"] += path.stat().st_size  # what the store sent: the blob and the libraries
+    built = meta.get("cpu_libs") or {}
+    here = cpu_libraries.host_id()
+    try:
+        if built.get("id") != here["id"]:
+            out["notes"].append(f"its C++ kernel libraries were built on another host ({built.get('cpu')}; "
+                                f"{built.get('compiler')}), this one is {here['cpu']}; {here['compiler']}: "
+                                "they build again")
+            return
+        try:
+            out["cpu_libraries"] = cpu_libraries.unpack(path.read_bytes(), inductor_cache)
+        except (OSError, EOFError, tarfile.TarError) as e:  # they only build again
+            out["notes"].append(f"its C++ kernel libraries did not unpack ({type(e).__name__}: {e}): they build again")
+    finally:
+        path.unlink()
 
 
 def write_compile_blob(job_dir: Path, inductor_cache: Path, torch_version: str, gpu: str | None,
@@ -137,8 +164,13 @@ def write_compile_blob(job_dir: Path, inductor_cache: Path, torch_version: str, 
     if not got or not got[0]:
         return 0
     data, kinds = got
+    meta = {"torch": torch_version, "gpu": gpu, "kinds": kinds, "bytes": len(data), "cold_compile_s": cold_compile_s,
+            "tuned_configs": inductor.tuned_configs(inductor_cache)}
+    if gpu is None:  # a CPU job: its C++ kernels' libraries, which the blob does not carry
+        libs, files = cpu_libraries.pack(inductor_cache)
+        if files:
+            atomic_write_bytes(job_dir / cs.LIBS, libs)
+            meta["cpu_libs"] = {**cpu_libraries.host_id(), "files": files, "bytes": len(libs)}
     atomic_write_bytes(job_dir / cs.BLOB, data)
-    atomic_write_text(job_dir / cs.META, json.dumps({"torch": torch_version, "gpu": gpu, "kinds": kinds,
-                                                     "bytes": len(data), "cold_compile_s": cold_compile_s,
-                                                     "tuned_configs": inductor.tuned_configs(inductor_cache)}))
-    return len(data)
+    atomic_write_text(job_dir / cs.META, json.dumps(meta))
+    return len(data) + (meta.get("cpu_libs") or {}).get("bytes", 0)

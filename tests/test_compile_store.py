@@ -5,16 +5,17 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from sweeper.record import new_record, read_record
-from sweeper.reporting.tables import compile_state
+from sweeper.reporting.tables import compile_state, cpp_builds
 from sweeper.stores import exchange
 from sweeper.stores import compile_store as cs
-from tasks import job_stores
+from tasks import cpu_libraries, job_stores
 from tasks import inductor_internals
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +31,11 @@ def sweep(sweep_dir: Path, store: Path, *overrides: str) -> subprocess.Completed
 
 def step_kernels(rec: dict) -> set[str]:
     return {k["name"] for k in rec["step"]["kernels"]}
+
+
+def step_kernels_cpp(rec: dict) -> set[str]:
+    """The step's Inductor C++ kernels (in the forward and the backward graph's libraries)."""
+    return {k["name"] for k in rec["step"]["kernels"] if k.get("category") == "cpp_kernel"}
 
 
 @pytest.fixture(scope="module")
@@ -54,10 +60,17 @@ def test_the_first_run_compiles_cold_and_leaves_its_compile_in_the_store(two_run
     assert compile_state(t) == "cold" and t["compile_cache"]["fxgraph_misses"] == 2  # forward and backward
     kept = t["compile_store"]
     assert kept["loaded"] is None and kept["job_bytes"] > 0 and kept["kept_bytes"] == kept["job_bytes"]
-    assert sorted(Path(n).suffix for n in blobs) == [".bin", ".json"]  # one job: one blob and its description
+    # one job: one blob, its C++ kernel libraries (a CPU job) and their description
+    assert sorted(Path(n).suffix for n in blobs) == [".bin", ".gz", ".json"]
     (meta,) = (p for p in store.glob("torch-*/*.json") if p.name in blobs)
     described = json.loads(meta.read_text())
     assert described["torch"] == rec["environment"]["torch"] and described["kinds"]["inductor"] == 2
+    libs = described["cpu_libs"]
+    assert libs["id"] == cpu_libraries.host_id()["id"] and libs["files"] > 0
+    assert kept["job_bytes"] == described["bytes"] + libs["bytes"]
+    with tarfile.open(meta.with_name(meta.name.replace(".json", cs.LIBS_SUFFIX))) as tar:
+        names = tar.getnames()
+    assert len(names) == libs["files"] and sum(n.endswith(".main.so") for n in names) >= len(step_kernels_cpp(rec))
     assert described["cold_compile_s"] == pytest.approx(t["compile_s"] + t["warmup_s"], abs=0.01)
     assert json.loads(described["key"])["batch_size"] == 2
     assert not list((d / "first").glob(f"*/{cs.BLOB}")) and not list((d / "first").glob(f"*/{cs.META}"))
@@ -74,6 +87,10 @@ def test_a_later_run_of_the_same_job_loads_it_and_runs_the_same_kernels(two_runs
     assert t["compile_store"]["cold_compile_s"] == pytest.approx(  # the first run's, rounded to ms
         first["timings"]["compile_s"] + first["timings"]["warmup_s"], abs=0.002)
     assert "an earlier run's compile of this job" in proc.stdout + proc.stderr
+    # on this CPU the first run's C++ kernel libraries were put back: next to nothing built again
+    (meta,) = (p for p in store.glob("torch-*/*.json") if p.name in blobs)  # the first run's
+    assert t["compile_store"]["cpu_libraries"] == json.loads(meta.read_text())["cpu_libs"]["files"]
+    assert cpp_builds(t) < cpp_builds(first["timings"]) / 4, (cpp_builds(t), cpp_builds(first["timings"]))
     # the same compiled code: the same kernels in the step, the same modules captured and timed
     assert step_kernels(again) == step_kernels(first)
     assert [m["role"] for m in again["modules"]] == ["forward", "backward"]
@@ -101,10 +118,12 @@ def test_the_tables_and_report_keep_warm_compiles_apart(two_runs):
     assert dict(zip(jobs["batch_size"], jobs["compile_state"])) == {2: "warm", 3: "cold"}
     assert (jobs["compile_bytes"] > 0).all()
     html = (d / "second" / "report.html").read_text()
-    # beside the warm job's compile time, and only there; on a CPU the warm compile built its
-    # C++ kernels again (the compile store carries graphs, not built libraries), and says so
+    # beside the warm job's compile time, and only there, with the C++ files it still built
+    # (its kernels' libraries came from the store: next to none)
     built = int(jobs.loc[jobs["batch_size"] == 2, "cpp_builds"].iloc[0])
-    assert built > 0 and html.count(f"(warm; {built} C++ files built again)</span>") == 1
+    cold = int(jobs.loc[jobs["batch_size"] == 3, "cpp_builds"].iloc[0])
+    assert built < cold / 4
+    assert html.count(f"(warm; {built} C++ files built again)</span>" if built else "(warm)</span>") == 1
     assert html.count("(warm") == 1
 
 
@@ -139,6 +158,45 @@ def test_absorb_keeps_the_latest_compile_of_a_job_and_load_gives_it_back(tmp_pat
     assert cs.load(store, "2.12.0", cfg)["data"] is None  # another torch: nothing
     assert cs.load(store, "2.11.0+test", job_config(batch_size=9))["data"] is None  # another job: nothing
     assert cs.absorb(store, tmp_path / "empty", cfg) is None  # a job that left none
+
+
+def test_a_cpu_jobs_kernel_libraries_travel_with_its_blob_and_load_only_on_the_host_they_fit(tmp_path):
+    """A CPU job's C++ kernel libraries: kept beside its blob, sent with it, put into the next
+    run's Inductor cache on a host of the same CPU and compiler; on another, a note, and they
+    build again. A later compile that leaves none takes the stale ones out of the store."""
+    store, cfg, here = tmp_path / "store", job_config(), cpu_libraries.host_id()
+    cache = tmp_path / "built"
+    (cache / "ab").mkdir(parents=True)
+    (cache / "ab" / "cab.main.so").write_bytes(b"\x7fELF kernel")
+    (cache / "fxgraph").mkdir()
+    (cache / "fxgraph" / "graph").write_text("not a library")
+    libs, files = cpu_libraries.pack(cache)
+    assert files == 1
+    leave_blob(tmp_path / "a", b"blob")
+    (tmp_path / "a" / cs.LIBS).write_bytes(libs)
+    meta = json.loads((tmp_path / "a" / cs.META).read_text())
+    (tmp_path / "a" / cs.META).write_text(json.dumps({**meta, "cpu_libs": {**here, "files": 1, "bytes": len(libs)}}))
+    assert cs.absorb(store, tmp_path / "a", cfg) == 4 + len(libs)
+    seed = cs.load(store, "2.11.0+test", cfg)
+    assert seed["libs"] == libs
+    (tmp_path / "job").mkdir(), (tmp_path / "job2").mkdir()
+    placed = cs.place_seed({"config": cfg, "compile_seed": seed}, tmp_path / "job")["compile_seed"]
+    assert placed["libs_file"] == cs.SEED_LIBS and "libs" not in placed
+
+    got = job_stores.seed_compile(placed, tmp_path / "job", tmp_path / "cache", "2.11.0+test")
+    assert got["cpu_libraries"] == 1 and (tmp_path / "cache" / "ab" / "cab.main.so").read_bytes() == b"\x7fELF kernel"
+    assert not (tmp_path / "cache" / "fxgraph").exists() and not (tmp_path / "job" / cs.SEED_LIBS).exists()
+    assert got["bytes"] == 4 + len(libs)
+
+    other = {**placed, "meta": {**placed["meta"], "cpu_libs": {"id": "0" * 16, "cpu": "another CPU", "compiler": "g++ 9"}}}
+    cs.place_seed({"config": cfg, "compile_seed": seed}, tmp_path / "job2")
+    got = job_stores.seed_compile(other, tmp_path / "job2", tmp_path / "cache2", "2.11.0+test")
+    assert "cpu_libraries" not in got and not (tmp_path / "cache2").exists()
+    assert f"built on another host (another CPU; g++ 9), this one is {here['cpu']}" in got["notes"][-1]
+
+    leave_blob(tmp_path / "b", b"later")  # compiled again, on a GPU: no libraries
+    cs.absorb(store, tmp_path / "b", cfg)
+    assert cs.load(store, "2.11.0+test", cfg)["libs"] is None and not list(store.glob(f"*/*{cs.LIBS_SUFFIX}"))
 
 
 def test_the_seed_travels_beside_job_json_not_in_it(tmp_path):

@@ -204,7 +204,7 @@ def _compile_state_mark(row: pd.Series) -> str:
     the compile seconds of the job's earlier, stopped runs that this one went on from."""
     state = tables.state_of(row)
     built = row.get("cpp_builds")
-    if state == "warm" and built is not None and pd.notna(built) and built > 0:  # a CPU's warm compile builds its C++ again
+    if state == "warm" and built is not None and pd.notna(built) and built > 0:  # a CPU's, libraries of another host
         state = f"warm; {int(built)} C++ files built again"
     out = "" if state == "cold" else f" <span class='note' title='{_e(tables.JOB_COLUMNS['compile_state'])}'>({state})</span>"
     before = row.get("compile_s_before")

@@ -45,7 +45,7 @@ JOB_COLUMNS: dict[str, str] = {
     "compile_s": "first compiled step, compile included, seconds",
     "autotune_seeded": "max-autotune choices already timed in the autotune store when the job compiled (0: it autotuned from cold; none: no store or autotune off); compare compile times of seeded jobs with seeded ones",
     "compile_state": "cold (compiled from nothing), seeded (max-autotune timings from the autotune store) or warm (an earlier run's compile of the same job loaded from the compile store: compile_s is a load, not a compile); compare compile times within one state",
-    "cpp_builds": "C++ files Inductor built during the compile (torch's compile_file timer): on a CPU a warm compile still builds every C++ kernel (the compile store carries graphs, not built libraries), so its compile_s is close to a cold one's; none: the record has no compile timers",
+    "cpp_builds": "C++ files Inductor built during the compile (torch's compile_file timer): on a CPU a warm compile whose kernel libraries the compile store could not put back (built on another host) builds every C++ kernel again, so its compile_s is close to a cold one's; none: the record has no compile timers",
     "compile_s_before": "seconds of compile in this job's earlier runs that were stopped while compiling (a cancelled or timed-out sweep run again into the same folder went on from them: timings.autotune_store.earlier_attempts); the job's whole compile is compile_s plus this; none: no such run",
     "compile_bytes": "size of the job's compile as the compile store keeps it (PyTorch's cache artifacts), bytes; none: store off",
     "eager_step_ms": "median eager step, ms",

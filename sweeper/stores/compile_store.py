@@ -9,6 +9,9 @@ private cache before it compiles (torch.compiler.load_cache_artifacts), the comp
 an FX-graph-cache hit: the same wrapper code, the same kernels and configs, so everything
 measured after the compile is the same; only `compile_s` is a warm figure, and the record
 says so (timings.compile_cache counts the hits; the tables' `compile_state` is `warm`).
+A CPU job also keeps the C++ kernel libraries it built, which the blob does not carry
+(`<key hash>.libs.tar.gz`, tasks/cpu_libraries.py): a later run on a host of the same CPU
+and compiler puts them back and builds no C++ again; on another host they build again.
 
 A job is seeded only with the blob of an earlier run of the same job (its configuration
 but for keys that change no compile, key()), never with another job's: within one sweep
@@ -38,8 +41,11 @@ from sweeper.record import atomic_write_text
 from sweeper.stores.autotune_store import enabled, torch_folder
 
 BLOB = "compile_artifacts.bin"  # in the job folder: the job's blob, back to the driver
+LIBS = "compile_libraries.tar.gz"  # beside it, a CPU job's C++ kernel libraries (tasks/cpu_libraries.py)
 META = "compile_artifacts.json"
 SEED = "compile_seed.bin"  # in the job folder: the earlier run's blob, from the driver
+SEED_LIBS = "compile_seed_libraries.tar.gz"  # and its libraries
+LIBS_SUFFIX = ".libs.tar.gz"  # in the store, beside <key hash>.bin
 
 
 
@@ -65,13 +71,14 @@ def load(store: Path, torch_version: str, config: dict) -> dict:
     """Driver: the blob an earlier run of this job left, as the job's `compile_seed`
     ({"data": None} when there is none). An unreadable meta file is a note, never a failure."""
     folder = torch_folder(store, torch_version)
-    blob, meta = folder / f"{_stem(config)}.bin", folder / f"{_stem(config)}.json"
-    seed = {"store": str(folder), "torch": torch_version, "data": None, "meta": None, "notes": []}
+    blob, meta, libs = (folder / f"{_stem(config)}{suffix}" for suffix in (".bin", ".json", LIBS_SUFFIX))
+    seed = {"store": str(folder), "torch": torch_version, "data": None, "meta": None, "libs": None, "notes": []}
     if not blob.is_file():
         return seed
     try:
         seed["meta"] = json.loads(meta.read_text())
         seed["data"] = blob.read_bytes()
+        seed["libs"] = libs.read_bytes() if libs.is_file() else None
     except (OSError, ValueError) as e:
         seed["notes"].append(f"{blob}: not used ({e})")
     return seed
@@ -84,11 +91,15 @@ def place_seed(spec: dict, job_dir: Path) -> dict:
     if not seed:
         return spec
     (job_dir / SEED).unlink(missing_ok=True)
-    data = seed.get("data")
+    (job_dir / SEED_LIBS).unlink(missing_ok=True)
+    data, libs = seed.get("data"), seed.get("libs")
     if data:
         (job_dir / SEED).write_bytes(data)
-    described = {k: v for k, v in seed.items() if k != "data"}
-    return {**spec, "compile_seed": {**described, "file": SEED if data else None}}
+    if data and libs:
+        (job_dir / SEED_LIBS).write_bytes(libs)
+    described = {k: v for k, v in seed.items() if k not in ("data", "libs")}
+    return {**spec, "compile_seed": {**described, "file": SEED if data else None,
+                                     "libs_file": SEED_LIBS if data and libs else None}}
 
 
 def absorb(store: Path, job_dir: Path, config: dict) -> int | None:
@@ -105,9 +116,14 @@ def absorb(store: Path, job_dir: Path, config: dict) -> int | None:
     folder = torch_folder(store, str(meta.get("torch")))
     folder.mkdir(parents=True, exist_ok=True)
     meta["key"] = key(config)
-    tmp = folder / f".{_stem(config)}.bin.{os.getpid()}"
-    shutil.move(str(blob), tmp)  # a rename where both are on one disk
-    os.replace(tmp, folder / f"{_stem(config)}.bin")
+    libs, kept_libs = Path(job_dir) / LIBS, folder / f"{_stem(config)}{LIBS_SUFFIX}"
+    for src, dest in ((libs, kept_libs), (blob, folder / f"{_stem(config)}.bin")):
+        if src.is_file():
+            tmp = folder / f".{dest.name}.{os.getpid()}"
+            shutil.move(str(src), tmp)  # a rename where both are on one disk
+            os.replace(tmp, dest)
+        elif src == libs:  # none this time: the earlier run's would go with a blob not theirs
+            kept_libs.unlink(missing_ok=True)
     atomic_write_text(folder / f"{_stem(config)}.json", json.dumps(meta, indent=1))
     meta_file.unlink()
-    return int(meta.get("bytes") or 0)
+    return int(meta.get("bytes") or 0) + int((meta.get("cpu_libs") or {}).get("bytes") or 0)
