@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 # another torch (a "+cpu" build, say).
 TORCH  ?= torch==2.14.1 torchvision==0.29.1
 
-.PHONY: install browser demo test test-fast clean
+.PHONY: install browser demo test test-fast typecheck clean
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml Makefile
@@ -39,9 +39,13 @@ test: install browser
 UNIT_TESTS := $(addprefix tests/test_,breakdown.py categories.py config.py estimate.py findings.py gc_watch.py \
 	imports.py kernel_bench.py module_source.py nvml.py order.py record.py summary.py trace.py history.py \
 	report_example.py report_headline.py report.py spare_gpus.py gpu_lease.py launch_speed.py bad_summaries.py \
-	module_thread.py identity.py host_pause.py)
+	module_thread.py identity.py host_pause.py cpu_libraries.py)
 test-fast: install
 	$(PY) -m pytest -q -m "not slow" $(UNIT_TESTS) $(PYTEST_ARGS)
+
+# The type check, on the modules listed in pyproject.toml ([tool.mypy]: those that pass it)
+typecheck: install
+	$(PY) -m mypy
 
 clean:
 	rm -rf $(VENV)

@@ -1,4 +1,5 @@
-"""The C++ kernel libraries a CPU job built, kept with its compile (the compile store).
+"""The C++ kernel libraries a CPU job built, kept with its compile (the compile store), and
+Inductor's instruction-set probes, kept for every job of the host (probes_into, keep_probes).
 
 PyTorch's cache blob (torch.compiler.save_cache_artifacts) carries a job's graphs and its
 Triton kernels, not the shared libraries Inductor builds for C++ kernels: loaded on a CPU,
@@ -17,16 +18,20 @@ probes, checked once a library loaded), nothing else of the cache folder.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
+import shutil
 import subprocess
 import tarfile
+import tempfile
 from pathlib import Path
 
 SUFFIXES = (".so", ".so.load_ok")
 
 
+@functools.cache
 def host_id() -> dict:
     """What a library built here depends on beyond its source and flags: the CPU's model and
     flags (-march=native) and the compiler. {"id": a hash of them, "cpu": the model, "compiler": its version}."""
@@ -85,8 +90,63 @@ def unpack(data: bytes, cache: Path) -> int:
                 continue
             dest.parent.mkdir(parents=True, exist_ok=True)
             tmp = dest.with_name(f".{dest.name}.{os.getpid()}")
-            tmp.write_bytes(tar.extractfile(member).read())
+            src = tar.extractfile(member)
+            if src is None:
+                raise tarfile.ReadError(f"not a kernel library: {member.name!r}")
+            tmp.write_bytes(src.read())
             tmp.chmod(0o755)
             os.replace(tmp, dest)  # a half-written library is never loaded
             put += 1
     return put
+
+
+# Inductor's instruction-set probes (torch/_inductor/cpu_vec_isa.py: VecISA.check_build):
+# before its first C++ kernel, a process builds a small library for each instruction set
+# and loads it in a fresh Python (`import torch`), unless its cache folder holds the
+# library and its `.load_ok` mark; 9.5 s of every cold CPU compile on a 2-core machine.
+# Their answer depends on the host alone, so the host keeps them, node-local, for every job
+# of that torch on that CPU and compiler: PROBES/torch-<version>-<host id>/<2 chars>/<name>
+# ($SWEEPER_CPU_PROBES moves it: the tests keep their own).
+PROBES = Path(os.environ.get("SWEEPER_CPU_PROBES") or Path(tempfile.gettempdir()) / "sweeper-cpu-probes")
+
+
+def _probes_folder(torch_version: str) -> Path:
+    return PROBES / f"torch-{torch_version}-{host_id()['id']}"
+
+
+def _probe_files(cache: Path) -> list[tuple[Path, Path]]:
+    """(library, its .load_ok mark) of each probe that built and loaded in `cache`."""
+    return [(mark.with_name(mark.name.removesuffix(".load_ok")), mark) for mark in sorted(cache.glob("*/*.so.load_ok"))
+            if mark.with_name(mark.name.removesuffix(".load_ok")).is_file()]
+
+
+def probes_into(cache: Path, torch_version: str) -> int:
+    """Before the job compiles: the host's probes into its Inductor cache folder `cache`;
+    how many were put there (0 where the host has none yet)."""
+    put = 0
+    for lib, mark in _probe_files(_probes_folder(torch_version)):
+        dest = cache / lib.parent.name
+        if (dest / mark.name).exists():
+            continue
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(lib, dest / lib.name)
+        shutil.copy2(mark, dest / mark.name)  # the mark last: a mark says its library is there
+        put += 1
+    return put
+
+
+def keep_probes(cache: Path, torch_version: str) -> int:
+    """After the job compiled: its probes that the host does not keep yet, kept (each file
+    written whole, then renamed: jobs beside it read the folder at any time); how many."""
+    folder, kept = _probes_folder(torch_version), 0
+    for lib, mark in _probe_files(cache):
+        dest = folder / lib.parent.name
+        if (dest / mark.name).exists():
+            continue
+        dest.mkdir(parents=True, exist_ok=True)
+        for src in (lib, mark):
+            tmp = dest / f".{src.name}.{os.getpid()}"
+            shutil.copy2(src, tmp)
+            os.replace(tmp, dest / src.name)
+        kept += 1
+    return kept

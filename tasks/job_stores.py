@@ -19,6 +19,7 @@ import json
 import tarfile
 import time
 from pathlib import Path
+from typing import Any
 
 from sweeper.record import atomic_write_bytes, atomic_write_text
 from sweeper.stores import autotune_store as at
@@ -45,8 +46,8 @@ def seed_autotune(seed: dict, inductor_cache: Path, torch_version: str, system: 
     kernels will look for them, before torch compiles anything. Entries of another torch
     version are not used; nor, in a job without coordinate descent, configs that coordinate
     descent found (a cold job of its settings could not pick them)."""
-    out = {"store": seed.get("store"), "seeded_entries": 0, "seeded_ops": 0, "seeded_kernel_configs": 0,
-           "notes": list(seed.get("notes", []))}
+    out: dict[str, Any] = {"store": seed.get("store"), "seeded_entries": 0, "seeded_ops": 0,
+                           "seeded_kernel_configs": 0, "notes": list(seed.get("notes", []))}
     if seed.get("torch") != torch_version:
         out["notes"].append(f"store entries are for torch {seed.get('torch')}, this job runs {torch_version}: not used")
         return out
@@ -106,7 +107,8 @@ def seed_compile(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_v
     """Job, before it compiles: load the earlier run's blob into this process's caches, and
     its kernels' tuned configs over what the blob put there (inductor.tuned_configs says
     why). Returns what the record keeps (timings.compile_store)."""
-    out = {"store": (seed or {}).get("store"), "loaded": None, "bytes": 0, "notes": list((seed or {}).get("notes", []))}
+    out: dict[str, Any] = {"store": (seed or {}).get("store"), "loaded": None, "bytes": 0,
+                           "notes": list((seed or {}).get("notes", []))}
     path = job_dir / cs.SEED
     if not seed or not seed.get("file") or not path.is_file():
         return out
@@ -164,8 +166,8 @@ def write_compile_blob(job_dir: Path, inductor_cache: Path, torch_version: str, 
     if not got or not got[0]:
         return 0
     data, kinds = got
-    meta = {"torch": torch_version, "gpu": gpu, "kinds": kinds, "bytes": len(data), "cold_compile_s": cold_compile_s,
-            "tuned_configs": inductor.tuned_configs(inductor_cache)}
+    meta: dict[str, Any] = {"torch": torch_version, "gpu": gpu, "kinds": kinds, "bytes": len(data),
+                            "cold_compile_s": cold_compile_s, "tuned_configs": inductor.tuned_configs(inductor_cache)}
     if gpu is None:  # a CPU job: its C++ kernels' libraries, which the blob does not carry
         libs, files = cpu_libraries.pack(inductor_cache)
         if files:

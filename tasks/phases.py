@@ -21,7 +21,7 @@ from typing import Callable
 from sweeper.analysis.breakdown import spread
 from sweeper.record import PHASE_MARK, Record, compiled_warm
 from sweeper.stores import autotune_store, compile_store
-from tasks import job_stores
+from tasks import cpu_libraries, job_stores
 from tasks import inductor_internals as inductor
 from tasks.modules_profile import ModuleRun
 
@@ -207,6 +207,7 @@ def compile_step(ctx: JobContext) -> None:
         ctx.timings["compile_store"] = got
         if got["loaded"]:
             say(f"compile store {got['store']}: an earlier run's compile of this job ({got['bytes'] / 1e6:.1f} MB) loaded")
+    probes = _host_probes(cpu_libraries.probes_into)  # the host's instruction-set probes, not run again
     inductor.reset_dynamo()
     # a kernel whose coordinate-descent config is cached (seeded, or a loaded compile's) uses it
     ctx.timings["tuned_configs_reused"] = 0 if inductor.reuse_tuned_configs() else None
@@ -227,12 +228,24 @@ def compile_step(ctx: JobContext) -> None:
     step()  # the compile: the phase clock's heartbeat says how far it got (tasks/job.py)
     synchronize(ctx.device)
     ctx.timings["compile_s"] = round(time.time() - t0, 3)
+    kept = _host_probes(cpu_libraries.keep_probes)
+    if probes or kept:  # a job with C++ kernels: how many probes it was given, how many it left the host
+        ctx.timings["cpu_isa_probes"] = {"from_host": probes, "kept": kept, "folder": str(cpu_libraries.PROBES)}
     ctx.timings["compile_split_s"] = inductor.compile_split(ctx.timings["compile_s"])
     ctx.timings["compile_timers"] = inductor.compile_timers()
     ctx.timings["compile_cache"] = inductor.compile_cache_counters()
     if ctx.timings["tuned_configs_reused"] is not None:
         ctx.timings["tuned_configs_reused"] = inductor.tuned_configs_reused() - reused_before
         ctx.timings["tuned_configs_renamed"] = inductor.tuned_configs_renamed() - renamed_before
+
+
+def _host_probes(step: Callable[[Path, str], int]) -> int | str:
+    """cpu_libraries.probes_into or keep_probes on this job's cache; a folder that cannot be
+    read or written costs the probes' time, never the job (the reason in its place)."""
+    try:
+        return step(inductor_cache(), torch_version())
+    except OSError as e:
+        return f"{type(e).__name__}: {e}"
 
 
 def warmup(ctx: JobContext) -> None:

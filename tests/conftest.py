@@ -12,9 +12,12 @@ FIXTURES = Path(__file__).parent / "fixtures"
 @pytest.fixture(autouse=True, scope="session")
 def _own_autotune_store(tmp_path_factory):
     """Sweeps run by the tests keep their autotune and compile stores apart from the user's
-    (~/.cache/sweeper/autotune and compile, conf/config.yaml); a test that needs its own sets its own."""
+    (~/.cache/sweeper/autotune and compile, conf/config.yaml), and the host's instruction-set
+    probes apart from its own folder; a test that needs its own sets its own."""
     os.environ["SWEEPER_AUTOTUNE_STORE"] = str(tmp_path_factory.mktemp("autotune_store"))
     os.environ["SWEEPER_COMPILE_STORE"] = str(tmp_path_factory.mktemp("compile_store"))
+    # and the host's instruction-set probes (tasks/cpu_libraries.py) in a folder of the session's
+    os.environ["SWEEPER_CPU_PROBES"] = str(tmp_path_factory.mktemp("cpu_probes"))
 
 
 @pytest.fixture(autouse=True, scope="session")

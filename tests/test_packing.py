@@ -14,7 +14,9 @@ from sweeper.record import read_record
 from tests.test_gpu_lease import holds, overlapping
 
 ROOT = Path(__file__).resolve().parent.parent
-TINY = ["model=test_resnet", "amp=off", "mode=inference", "image_size=32", "batch_size=8",
+# the compile of tests/test_ray_launcher.py's tiny job (the same model, shapes and precision):
+# the tests' compile store loads it warm where another test compiled it first
+TINY = ["model=test_resnet", "mode=inference", "image_size=32", "batch_size=2",
         "measure.timed_steps=2", "measure.warmup_steps=1", "measure.profile_steps=1", "measure.module_rounds=2",
         "measure.module_calls_per_round=1", "measure.module_profile_calls=1", "measure.steady_loop_s=0.5"]
 
@@ -97,7 +99,7 @@ def test_a_job_out_of_gpu_memory_beside_others_runs_again_alone(tmp_path):
     fine, oom = records
     assert fine["status"] == oom["status"] == "ok"
     assert oom["job"]["rerun_alone"].startswith("ran out of GPU memory beside other jobs, then ran alone: "
-                                                "out of GPU memory at batch size 8")
+                                                "out of GPU memory at batch size 2")
     assert oom["timings"]["gpu_lease"]["jobs_per_gpu"] == 1 and "rerun_alone" not in fine["job"]
     # the run that ran out keeps its log beside the new one
     assert "oom_when_packed" in (tmp_path / "sweep" / "1" / "job.attempt1.log").read_text()

@@ -35,6 +35,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from sweeper.identity import compile_identity
 from sweeper.record import atomic_write_text
@@ -72,7 +73,8 @@ def load(store: Path, torch_version: str, config: dict) -> dict:
     ({"data": None} when there is none). An unreadable meta file is a note, never a failure."""
     folder = torch_folder(store, torch_version)
     blob, meta, libs = (folder / f"{_stem(config)}{suffix}" for suffix in (".bin", ".json", LIBS_SUFFIX))
-    seed = {"store": str(folder), "torch": torch_version, "data": None, "meta": None, "libs": None, "notes": []}
+    seed: dict[str, Any] = {"store": str(folder), "torch": torch_version, "data": None, "meta": None, "libs": None,
+                            "notes": []}
     if not blob.is_file():
         return seed
     try:
