@@ -11,7 +11,9 @@ from sweeper.record import read_record
 from sweeper.sweep.spare_gpus import gpus_for
 
 ROOT = Path(__file__).resolve().parent.parent
-TINY = ["model=test_resnet", "amp=off", "mode=inference", "image_size=32", "batch_size=8", "device=cpu",
+# the compile of tests/test_ray_launcher.py's tiny jobs (autotune on and off): the tests'
+# compile store loads it warm where another test compiled it first
+TINY = ["model=test_resnet", "mode=inference", "image_size=32", "batch_size=2",
         "measure.timed_steps=2", "measure.warmup_steps=1", "measure.profile_steps=1", "measure.module_rounds=2",
         "measure.module_calls_per_round=1", "measure.module_profile_calls=1", "measure.eager=false",
         "measure.steady_loop_s=0"]
