@@ -35,7 +35,7 @@ test: install browser
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 # For development: the analysis, report, store-order and GPU-lease tests, with no real
-# torch.compile and no sweep of jobs (90 s on 2 cores, 166 tests); `make test` runs all.
+# torch.compile and no sweep of jobs (100 s on 2 cores, 170 tests); `make test` runs all.
 UNIT_TESTS := $(addprefix tests/test_,breakdown.py categories.py config.py estimate.py findings.py gc_watch.py \
 	imports.py kernel_bench.py module_source.py nvml.py order.py record.py summary.py trace.py history.py \
 	report_example.py report_headline.py report.py spare_gpus.py gpu_lease.py launch_speed.py bad_summaries.py \
