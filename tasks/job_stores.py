@@ -115,6 +115,8 @@ def seed_compile(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_v
     meta = seed.get("meta") or {}
     if meta.get("torch") != torch_version:
         out["notes"].append(f"the stored compile is of torch {meta.get('torch')}, this job runs {torch_version}: not used")
+        for unused in (path, job_dir / cs.SEED_LIBS):  # not brought back with the job's folder
+            unused.unlink(missing_ok=True)
         return out
     data = path.read_bytes()
     try:

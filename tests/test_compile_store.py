@@ -212,8 +212,11 @@ def test_the_seed_travels_beside_job_json_not_in_it(tmp_path):
 def test_a_stored_compile_of_another_torch_or_one_that_does_not_load_costs_a_cold_compile(tmp_path):
     seed = {"store": "s", "file": cs.SEED, "meta": {"torch": "2.11.0+other", "cold_compile_s": 3.0}}
     (tmp_path / cs.SEED).write_bytes(b"x")
-    got = job_stores.seed_compile(seed, tmp_path, tmp_path / "cache", "2.14.1")
+    (tmp_path / cs.SEED_LIBS).write_bytes(b"libraries")
+    got = job_stores.seed_compile({**seed, "libs_file": cs.SEED_LIBS}, tmp_path, tmp_path / "cache", "2.14.1")
     assert got["loaded"] is None and "not used" in got["notes"][0]
+    assert not (tmp_path / cs.SEED).exists() and not (tmp_path / cs.SEED_LIBS).exists()  # not carried back
+    (tmp_path / cs.SEED).write_bytes(b"x")
     # a corrupt blob: torch refuses it (its checksum), the job compiles cold and says so
     seed["meta"]["torch"] = "2.14.1"
     got = job_stores.seed_compile(seed, tmp_path, tmp_path / "cache", "2.14.1")
