@@ -123,30 +123,27 @@ def _probe_files(cache: Path) -> list[tuple[Path, Path]]:
 def probes_into(cache: Path, torch_version: str) -> int:
     """Before the job compiles: the host's probes into its Inductor cache folder `cache`;
     how many were put there (0 where the host has none yet)."""
-    put = 0
-    for lib, mark in _probe_files(_probes_folder(torch_version)):
-        dest = cache / lib.parent.name
-        if (dest / mark.name).exists():
-            continue
-        dest.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(lib, dest / lib.name)
-        shutil.copy2(mark, dest / mark.name)  # the mark last: a mark says its library is there
-        put += 1
-    return put
+    return _copy_probes(_probes_folder(torch_version), cache)
 
 
 def keep_probes(cache: Path, torch_version: str) -> int:
-    """After the job compiled: its probes that the host does not keep yet, kept (each file
-    written whole, then renamed: jobs beside it read the folder at any time); how many."""
-    folder, kept = _probes_folder(torch_version), 0
-    for lib, mark in _probe_files(cache):
-        dest = folder / lib.parent.name
-        if (dest / mark.name).exists():
+    """After the job compiled: its probes that the host does not keep yet, kept; how many."""
+    return _copy_probes(cache, _probes_folder(torch_version))
+
+
+def _copy_probes(src: Path, dest: Path) -> int:
+    """The probes of the cache folder `src` that `dest` lacks, copied there; each file written
+    whole, then renamed (jobs beside it read the host's folder at any time), the mark last:
+    a mark says its library is there."""
+    copied = 0
+    for lib, mark in _probe_files(src):
+        folder = dest / lib.parent.name
+        if (folder / mark.name).exists():
             continue
-        dest.mkdir(parents=True, exist_ok=True)
-        for src in (lib, mark):
-            tmp = dest / f".{src.name}.{os.getpid()}"
-            shutil.copy2(src, tmp)
-            os.replace(tmp, dest / src.name)
-        kept += 1
-    return kept
+        folder.mkdir(parents=True, exist_ok=True)
+        for path in (lib, mark):
+            tmp = folder / f".{path.name}.{os.getpid()}"
+            shutil.copy2(path, tmp)
+            os.replace(tmp, folder / path.name)
+        copied += 1
+    return copied
