@@ -25,7 +25,9 @@ JOB = ["autotune=on", "amp=off", "mode=inference", "+inductor.freezing=true", "m
 
 
 def _env(store: Path) -> dict:
-    return dict(os.environ, SWEEPER_AUTOTUNE_STORE=str(store), SWEEPER_COMPILE_STORE="off", SWEEPER_CHECKPOINT_S="1")
+    # a heartbeat each second: a compile of a few seconds (the host's ISA probes kept) still says what came from the store
+    return dict(os.environ, SWEEPER_AUTOTUNE_STORE=str(store), SWEEPER_COMPILE_STORE="off", SWEEPER_CHECKPOINT_S="1",
+                SWEEPER_HEARTBEAT_S="1")
 
 
 # one op to autotune (test_resnet's classifier, frozen for the CPU's GEMM templates)
