@@ -75,7 +75,7 @@ class Pauser:
         self.paused: list[tuple[int, int]] = []  # (pid, pgid) stopped now
         self.since = 0.0
         self.stats = {"pauses": 0, "s": 0.0, "jobs": 0}
-        self._registration = self.folder / f"{key}.job.{self.pid}"
+        self._registration: Path | None = self.folder / f"{key}.job.{self.pid}"
         self._marker = self.folder / f"{key}.pause.{self.pid}"
         try:
             self._registration.write_text(f"{self.pgid} {start_time(self.pid)}")

@@ -113,7 +113,7 @@ def _module_file_of(compiled_graph, sources: dict[str, str]) -> str | None:
     __globals__ name a torch file, so only a file among the captured modules counts: look
     through __wrapped__, bound methods and closures for it, then match the source text."""
     known = set(sources.values())
-    todo, seen = [getattr(compiled_graph, "current_callable", None)], set()
+    todo, seen = [getattr(compiled_graph, "current_callable", None)], set[int]()
     while todo:
         fn = todo.pop()
         if fn is None or id(fn) in seen or len(seen) > 64:

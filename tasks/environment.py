@@ -68,6 +68,7 @@ def _compile_threads() -> int | None:
     try:
         import torch._inductor.config as inductor_config
 
-        return int(inductor_config.compile_threads)
+        threads = inductor_config.compile_threads
+        return None if threads is None else int(threads)
     except Exception:  # noqa: BLE001 - a description, never a failure
         return None

@@ -88,7 +88,7 @@ def change_verdict(change_pct: float, noise_pct: float | None, threshold_pct: fl
     cannot judge (its noise is wider than CANNOT_JUDGE_NOISE_PCT and the change inside it)."""
     if change_pct is None or math.isnan(change_pct):
         return ""
-    if too_noisy(noise_pct) and abs(change_pct) <= noise_pct:
+    if noise_pct is not None and too_noisy(noise_pct) and abs(change_pct) <= noise_pct:
         return CANNOT_JUDGE
     if abs(change_pct) < threshold_pct:
         return "unchanged"

@@ -109,18 +109,18 @@ def annotation_ranges(events: Iterable[dict], name: str) -> list[tuple[float, fl
 
 def union_us(intervals: Iterable[tuple[float, float]]) -> float:
     """Length of the union of (start, end) intervals."""
+    spans = sorted(intervals)
+    if not spans:
+        return 0.0
     total = 0.0
-    cur_start = cur_end = None
-    for start, end in sorted(intervals):
-        if cur_end is None or start > cur_end:
-            if cur_end is not None:
-                total += cur_end - cur_start
+    cur_start, cur_end = spans[0]
+    for start, end in spans[1:]:
+        if start > cur_end:
+            total += cur_end - cur_start
             cur_start, cur_end = start, end
         else:
             cur_end = max(cur_end, end)
-    if cur_end is not None:
-        total += cur_end - cur_start
-    return total
+    return total + (cur_end - cur_start)
 
 
 def clip(intervals: Iterable[Interval], start: float, end: float) -> list[tuple[float, float]]:

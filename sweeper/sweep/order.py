@@ -16,7 +16,7 @@ machine hits both builds alike (sweeper/sweep/pythons.py).
 from __future__ import annotations
 
 import json
-from typing import Callable, Generic, Hashable, TypeVar
+from typing import AbstractSet, Callable, Generic, Hashable, TypeVar
 
 from sweeper.identity import identity
 
@@ -47,7 +47,7 @@ class JobQueue(Generic[T]):
     left waits for its group's first autotune=on job to finish (done())."""
 
     def __init__(self, jobs: list[T], config: Callable[[T], dict], num: Callable[[T], int],
-                 shares: Callable[[dict], bool], tuned: set[Hashable] = frozenset()) -> None:
+                 shares: Callable[[dict], bool], tuned: AbstractSet[Hashable] = frozenset()) -> None:
         self._config, self._shares = config, shares
         self._left = sorted(jobs, key=lambda j: expected_cost(config(j), num(j)), reverse=True)
         self._leaders: dict[Hashable, T] = {}
@@ -83,7 +83,8 @@ class JobQueue(Generic[T]):
         ready = [j for j in self._left if self._ready(j)] or (list(self._left[:1]) if force else [])
         seconds = [j for j in ready if id(j) in self._after]  # a pair's next build, right after the one before
         leaders = [j for j in ready if any(j is lead for lead in self._leaders.values())]
-        pick = (seconds or leaders or ready or [None])[0]
+        candidates = seconds or leaders or ready
+        pick = candidates[0] if candidates else None
         if pick is not None:
             self._left.remove(pick)
         return pick
