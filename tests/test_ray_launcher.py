@@ -489,7 +489,7 @@ SHARE_CHECK = r"""
 import json, os
 import ray
 from hydra_plugins.sweeper_ray._ray import compile_threads_share
-ray.init(num_cpus=4, num_gpus=2, include_dashboard=False)  # two GPUs as Ray resources (none are used)
+ray.init(address="local", num_cpus=4, num_gpus=2, include_dashboard=False)  # its own Ray, never another on this machine; two GPUs as Ray resources (none are used)
 
 @ray.remote(num_gpus=1, num_cpus=1)
 def gpu_job():
