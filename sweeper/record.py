@@ -154,7 +154,7 @@ class RecordError(ValueError):
     """A result.json that is missing, truncated, or not of a schema this version reads."""
 
 
-def _atomic_write(path: str | Path, data: str | bytes, mode: str) -> None:
+def _atomic_write(path: str | Path, data: str | bytes, mode: str, file_mode: int = 0o644) -> None:
     """Write via a temporary file in the same folder and rename: readers, and a sweep
     killed mid-write, see either the old file or the whole new one, never half of it."""
     path = Path(path)
@@ -165,7 +165,7 @@ def _atomic_write(path: str | Path, data: str | bytes, mode: str) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; results are meant to be read
+        os.chmod(tmp, file_mode)  # mkstemp makes it private; results are meant to be read
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -177,8 +177,8 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     _atomic_write(path, text, "w")
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    _atomic_write(path, data, "wb")
+def atomic_write_bytes(path: str | Path, data: bytes, file_mode: int = 0o644) -> None:
+    _atomic_write(path, data, "wb", file_mode)
 
 
 def write_record(job_dir: str | Path, record: Record) -> Path:

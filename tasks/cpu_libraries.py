@@ -28,6 +28,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from sweeper.record import atomic_write_bytes
+
 SUFFIXES = (".so", ".so.load_ok")
 
 
@@ -88,14 +90,10 @@ def unpack(data: bytes, cache: Path) -> int:
             dest = cache / parts[0] / parts[1]
             if dest.exists():
                 continue
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(f".{dest.name}.{os.getpid()}")
             src = tar.extractfile(member)
             if src is None:
                 raise tarfile.ReadError(f"not a kernel library: {member.name!r}")
-            tmp.write_bytes(src.read())
-            tmp.chmod(0o755)
-            os.replace(tmp, dest)  # a half-written library is never loaded
+            atomic_write_bytes(dest, src.read(), file_mode=0o755)  # a half-written library is never loaded
             put += 1
     return put
 
@@ -116,8 +114,8 @@ def _probes_folder(torch_version: str) -> Path:
 
 def _probe_files(cache: Path) -> list[tuple[Path, Path]]:
     """(library, its .load_ok mark) of each probe that built and loaded in `cache`."""
-    return [(mark.with_name(mark.name.removesuffix(".load_ok")), mark) for mark in sorted(cache.glob("*/*.so.load_ok"))
-            if mark.with_name(mark.name.removesuffix(".load_ok")).is_file()]
+    pairs = [(mark.with_name(mark.name.removesuffix(".load_ok")), mark) for mark in sorted(cache.glob("*/*.so.load_ok"))]
+    return [(lib, mark) for lib, mark in pairs if lib.is_file()]
 
 
 def probes_into(cache: Path, torch_version: str) -> int:

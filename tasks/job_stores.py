@@ -106,7 +106,16 @@ def write_autotune_entries(job_dir: Path, inductor_cache: Path, torch_version: s
 def seed_compile(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_version: str) -> dict:
     """Job, before it compiles: load the earlier run's blob into this process's caches, and
     its kernels' tuned configs over what the blob put there (inductor.tuned_configs says
-    why). Returns what the record keeps (timings.compile_store)."""
+    why). Returns what the record keeps (timings.compile_store). The seed's files are the
+    job's input only: removed however it ends, so that they do not come back with the job's folder."""
+    try:
+        return _seed_compile(seed, job_dir, inductor_cache, torch_version)
+    finally:
+        for used in (job_dir / cs.SEED, job_dir / cs.SEED_LIBS):
+            used.unlink(missing_ok=True)
+
+
+def _seed_compile(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_version: str) -> dict:
     out: dict[str, Any] = {"store": (seed or {}).get("store"), "loaded": None, "bytes": 0,
                            "notes": list((seed or {}).get("notes", []))}
     path = job_dir / cs.SEED
@@ -115,8 +124,6 @@ def seed_compile(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_v
     meta = seed.get("meta") or {}
     if meta.get("torch") != torch_version:
         out["notes"].append(f"the stored compile is of torch {meta.get('torch')}, this job runs {torch_version}: not used")
-        for unused in (path, job_dir / cs.SEED_LIBS):  # not brought back with the job's folder
-            unused.unlink(missing_ok=True)
         return out
     data = path.read_bytes()
     try:
@@ -131,7 +138,6 @@ def seed_compile(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_v
                                 "(the job's log says why): compiling cold")
     out["bytes"] = len(data)
     out["cold_compile_s"] = meta.get("cold_compile_s")
-    path.unlink()
     _seed_cpu_libraries(seed, meta, job_dir, inductor_cache, out)
     return out
 
@@ -145,18 +151,15 @@ def _seed_cpu_libraries(seed: dict, meta: dict, job_dir: Path, inductor_cache: P
     out["bytes"] += path.stat().st_size  # what the store sent: the blob and the libraries
     built = meta.get("cpu_libs") or {}
     here = cpu_libraries.host_id()
+    if built.get("id") != here["id"]:
+        out["notes"].append(f"its C++ kernel libraries were built on another host ({built.get('cpu')}; "
+                            f"{built.get('compiler')}), this one is {here['cpu']}; {here['compiler']}: "
+                            "they build again")
+        return
     try:
-        if built.get("id") != here["id"]:
-            out["notes"].append(f"its C++ kernel libraries were built on another host ({built.get('cpu')}; "
-                                f"{built.get('compiler')}), this one is {here['cpu']}; {here['compiler']}: "
-                                "they build again")
-            return
-        try:
-            out["cpu_libraries"] = cpu_libraries.unpack(path.read_bytes(), inductor_cache)
-        except (OSError, EOFError, tarfile.TarError) as e:  # they only build again
-            out["notes"].append(f"its C++ kernel libraries did not unpack ({type(e).__name__}: {e}): they build again")
-    finally:
-        path.unlink()
+        out["cpu_libraries"] = cpu_libraries.unpack(path.read_bytes(), inductor_cache)
+    except (OSError, EOFError, tarfile.TarError) as e:  # they only build again
+        out["notes"].append(f"its C++ kernel libraries did not unpack ({type(e).__name__}: {e}): they build again")
 
 
 def write_compile_blob(job_dir: Path, inductor_cache: Path, torch_version: str, gpu: str | None,
