@@ -50,6 +50,10 @@
 #          stopped UNTIL_S seconds after the start if given; then bench/headline.py over all
 #          and `history compare --kernels` of each against the first; results:
 #          bench/results/headline/.
+#   warm_default  one default job (MODEL, default densenet121; autotune off, no
+#          microbenchmarks) cold then again, the second's compile from the compile store the
+#          first filled: what its kernels still benchmark at their first launch and why (the
+#          record's compile_benchmarks); results: bench/results/compile_store/.
 #   store_rerun  the same, for a smaller grid whose jobs share shapes (resnet18 batch 32
 #          inference, autotune on,off x CUDA graphs off,on): the store's round trip, the
 #          order, the second run seeded; results: bench/results/autotune_store/.
@@ -325,6 +329,7 @@ headline_again() {
   bundle
 }
 
+warm_default() { twice model="${MODEL:-densenet121}" autotune=off measure.microbench=false; }
 store_rerun() { twice model=resnet18 mode=inference batch_size=32 autotune=on,off cudagraphs=off,on; }
 
 # One sweep with nvidia-smi's utilization read every second while it runs, after its dry
@@ -380,7 +385,7 @@ packing() {
 machine_info
 log "start ${1:-}"
 case "${1:-}" in
-  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|builds|packing) "$1" ;;
-  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|builds|packing" >&2; exit 2 ;;
+  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing) "$1" ;;
+  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing" >&2; exit 2 ;;
 esac
 log ALLDONE

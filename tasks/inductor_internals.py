@@ -9,7 +9,9 @@ where to look first; the tests that exercise each are named beside it.
 from __future__ import annotations
 
 import functools
-
+import sys
+import threading
+from collections import Counter
 from pathlib import Path
 from typing import Callable
 
@@ -356,11 +358,49 @@ def lease_benchmarks(hold: Callable[[], object], subprocess: bool = True) -> lis
 def _leased(fn: Callable, hold: Callable[[], object]) -> Callable:
     @functools.wraps(fn)
     def leased(*args, **kwargs):
-        with hold():
-            return fn(*args, **kwargs)
+        outer = not getattr(_in_benchmark, "on", False)  # benchmark() calls benchmark_gpu(): one benchmark
+        if outer:
+            _benchmark_callers[_benchmark_caller()] += 1
+            _in_benchmark.on = True
+        try:
+            with hold():
+                return fn(*args, **kwargs)
+        finally:
+            if outer:
+                _in_benchmark.on = False
 
     leased._sweeper_leased = True
     return leased
+
+
+# The benchmarks run in this process under the lease, by the code that ran them
+# (_benchmark_caller): what a job's record says its compile benchmarked (compile_benchmarks).
+_benchmark_callers: Counter = Counter()
+_in_benchmark = threading.local()
+
+
+def _benchmark_caller(depth: int = 3) -> str:
+    """The innermost `depth` functions on the stack above a benchmark, outside the
+    benchmarker and this module: "triton_heuristics.bench < benchmark_all_configs <
+    autotune_to_one_config" for a Triton kernel's configs at its first launch."""
+    names, frame = [], sys._getframe(2)
+    while frame is not None and len(names) < depth:
+        path = frame.f_code.co_filename
+        if not path.endswith(("benchmarking.py", "inductor_internals.py", "contextlib.py")):
+            name = frame.f_code.co_name
+            names.append(f"{Path(path).stem}.{name}" if not names else name)
+        frame = frame.f_back
+    return " < ".join(names)
+
+
+def compile_benchmarks() -> dict:
+    """What was benchmarked in this process so far: {"by_caller": count of benchmarks by the
+    code that ran them (those under the GPU lease: lease_benchmarks), "not_reused": count of kernels
+    that benchmarked their configs at their first launch by why no earlier pick was taken,
+    "kernels": the first such kernels' names}. A warm job's should be empty; when it is not,
+    it says where to look (bench/results/compile_store/)."""
+    return {"by_caller": dict(_benchmark_callers), "not_reused": dict(_not_reused),
+            "kernels": list(_benchmarked_kernels)}
 
 
 def raw_stream(device_index: int):
@@ -405,9 +445,15 @@ def reuse_tuned_configs() -> bool:
     pick_one, descend = CachingAutotuner.autotune_to_one_config, CachingAutotuner._coordinate_descent_tuning
 
     def autotune_to_one_config(self, *args, **kwargs):
-        launcher = cached_launcher(self, self.launchers) or picked_launcher(self, self.launchers)
+        launcher = cached_launcher(self, self.launchers)
         if launcher is None:
-            return pick_one(self, *args, **kwargs)
+            launcher, why = _picked_launcher(self, self.launchers)
+            if launcher is None:
+                _note_not_reused(self, why)
+                candidates = list(self.launchers)
+                picked = pick_one(self, *args, **kwargs)
+                _keep_own_pick(self, candidates)
+                return picked
         self.launchers = [launcher]
         self.autotune_time_taken_ns = getattr(self, "precompile_time_taken_ns", 0)
 
@@ -527,6 +573,19 @@ def in_this_cache(path: Path) -> Path:
     return Path(cache_dir()) / path.parent.name / path.name
 
 
+# Kernels that benchmarked their configs at their first launch in this process, by why no
+# earlier run's pick was taken (_picked_launcher), and the first few of their names.
+_not_reused: Counter = Counter()
+_benchmarked_kernels: list[str] = []
+
+
+def _note_not_reused(tuner, why: str) -> None:
+    _not_reused[why] += 1
+    if len(_benchmarked_kernels) < 10:
+        meta = getattr(tuner, "inductor_meta", None) or {}
+        _benchmarked_kernels.append(str(meta.get("kernel_name") or Path(getattr(tuner, "filename", "") or "?").stem))
+
+
 def picked_launcher(tuner, launchers: list):
     """For a kernel without coordinate descent (autotune off): the launcher of the config its
     own benchmarking picked in the run that compiled it, where Inductor does not look. A
@@ -536,30 +595,83 @@ def picked_launcher(tuner, launchers: list):
     where only a later run found it. The file the compile store put in this job's cache, at
     the same place, is read instead; a config that is not among `launchers`, or a file of
     another candidate list (configs_hash), is not taken. None: Inductor picks as it would."""
+    return _picked_launcher(tuner, launchers)[0]
+
+
+def _picked_launcher(tuner, launchers: list) -> tuple[object | None, str]:
+    """picked_launcher's launcher, and when there is none, why (compile_benchmarks)."""
     import json
 
+    if tuner.inductor_meta.get("coordinate_descent_tuning"):
+        return None, "coordinate descent on, no config of its in the cache"
+    if len(launchers) < 2:
+        return None, "one launcher"
     cache = getattr(getattr(tuner, "save_cache_hook", None), "__self__", None)
+    own = not getattr(cache, "local_cache", None)  # a kernel Inductor keeps no pick for: ours
+    if own:
+        cache = _own_pick_cache(tuner, launchers)
     local = getattr(cache, "local_cache", None)
-    if not local or tuner.inductor_meta.get("coordinate_descent_tuning") or len(launchers) < 2:
-        return None
+    if not local:
+        return None, "no local autotune cache for the kernel"
     path = Path(local[1])
-    if path.exists():  # at the kernel's own path: Inductor's own read finds it
-        return None
+    if path.exists() and not own:  # at the kernel's own path: Inductor's own read finds it
+        return None, "a pick at the kernel's own path, not taken by Inductor's read"
     try:
-        data = json.loads(in_this_cache(path).read_text())
-    except (OSError, ValueError):
-        return None
+        data = json.loads((path if own and path.exists() else in_this_cache(path)).read_text())
+    except OSError:
+        return None, "no pick in this job's cache"
+    except ValueError:
+        return None, "an unreadable pick in this job's cache"
     if not isinstance(data, dict) or data.get("configs_hash") != cache.configs_hash:
-        return None
+        return None, "a pick for another candidate list"
     # matched as Inductor's own cache read matches a picked config (autotune_cache.py:
     # _load_cached_autotuning): its block sizes, warps and stages, one launcher exactly
     matching = [one for one in launchers
                 if all(value == data.get(key) for key, value in one.config.kwargs.items())
                 and one.config.num_warps == data.get("num_warps") and one.config.num_stages == data.get("num_stages")]
     if len(matching) != 1:
-        return None
+        return None, f"a pick matching {len(matching)} of the {len(launchers)} launchers"
     _reused_configs[0] += 1
-    return matching[0]
+    return matching[0], ""
+
+
+def _own_pick_cache(tuner, launchers: list):
+    """The local autotune cache Inductor would keep for a kernel it keeps none for, under the
+    hash of `launchers`' configs; None where it cannot be made. Inductor makes one only for a
+    kernel of several configs at its decoration (triton_heuristics.check_autotune_cache), but
+    a reduction of one config whose registers spill gets launchers of smaller RBLOCK at its
+    first launch (_dynamic_scale_rblock) and benchmarks them, in every run, its pick kept
+    nowhere: 17 kernels of an H200 densenet121 training job on torch 2.11, 34 benchmarks
+    that a warm job of a packed night waited 66 s of GPU lease for
+    (bench/results/compile_store/warm_default_rblock.md)."""
+    filename = getattr(tuner, "filename", None)
+    if not filename:
+        return None
+    try:
+        from torch._inductor.runtime.autotune_cache import AutotuneCache
+        from torch._inductor.runtime.triton_heuristics import hash_configs
+
+        return AutotuneCache.create({"autotune_local_cache": True, "autotune_remote_cache": False}, filename,
+                                    hash_configs([one.config for one in launchers]))
+    except Exception:  # noqa: BLE001 - another torch's internals: Inductor benchmarks as it would
+        return None
+
+
+def _keep_own_pick(tuner, candidates: list) -> None:
+    """After Inductor benchmarked `candidates` of a kernel it keeps no pick for: its pick,
+    written as Inductor writes one (AutotuneCache.save, beside the kernel's file), so that the
+    compile store carries it (tuned_configs) and a later run's _picked_launcher takes it."""
+    has_own = getattr(getattr(getattr(tuner, "save_cache_hook", None), "__self__", None), "local_cache", None)
+    if has_own or len(candidates) < 2 or len(tuner.launchers) != 1 \
+            or tuner.inductor_meta.get("coordinate_descent_tuning"):
+        return
+    cache = _own_pick_cache(tuner, candidates)
+    if cache is None or not cache.local_cache:
+        return
+    try:
+        cache.save(tuner.launchers[0].config, int(getattr(tuner, "autotune_time_taken_ns", 0) or 0))
+    except Exception:  # noqa: BLE001 - a pick not kept costs a later run its benchmarks, never this job
+        pass
 
 
 def config_key(config) -> tuple:

@@ -237,6 +237,21 @@ def compile_step(ctx: JobContext) -> None:
     if ctx.timings["tuned_configs_reused"] is not None:
         ctx.timings["tuned_configs_reused"] = inductor.tuned_configs_reused() - reused_before
         ctx.timings["tuned_configs_renamed"] = inductor.tuned_configs_renamed() - renamed_before
+    _note_compile_benchmarks(ctx)
+
+
+def _note_compile_benchmarks(ctx: JobContext) -> None:
+    """What the compile benchmarked (its kernels' configs at their first launch, under the GPU
+    lease), into the record; said when the compile came from the store, where it should be
+    nothing: the reasons say why a kernel did not take its cold run's pick."""
+    got = inductor.compile_benchmarks()
+    if not (got["by_caller"] or got["not_reused"]):
+        return
+    ctx.timings["compile_benchmarks"] = got
+    kernels = sum(got["not_reused"].values())
+    if kernels and (ctx.timings.get("compile_store") or {}).get("loaded"):
+        why = "; ".join(f"{n} {reason}" for reason, n in sorted(got["not_reused"].items(), key=lambda kv: -kv[1]))
+        say(f"{kernels} kernels of the loaded compile benchmarked their configs at their first launch ({why})")
 
 
 def _host_probes(step: Callable[[Path, str], int]) -> int | str:

@@ -197,8 +197,10 @@ lease = GpuLease("GPU-test", sys.argv[1], "0")
 wrapped = inductor.lease_benchmarks(lease.benchmark_hold)
 from torch._inductor.runtime.benchmarking import benchmarker
 x = torch.randn(64, 64)
-ms = benchmarker.benchmark(torch.mm, (x, x), {})
-print(json.dumps({"wrapped": wrapped, "report": lease.report(), "ms": ms}))
+def time_mm():
+    return benchmarker.benchmark(torch.mm, (x, x), {})
+ms = time_mm()
+print(json.dumps({"wrapped": wrapped, "report": lease.report(), "ms": ms, "benchmarks": inductor.compile_benchmarks()}))
 """
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
                           timeout=300, env=dict(os.environ, PYTHONPATH=str(ROOT)))
@@ -209,6 +211,8 @@ print(json.dumps({"wrapped": wrapped, "report": lease.report(), "ms": ms}))
     assert "Benchmarker.benchmark" in out["wrapped"] and "TuningProcessPool.target" in out["wrapped"]
     assert any(w.endswith(".benchmark_gpu") for w in out["wrapped"])
     assert out["report"]["benchmarks"]["acquired"] == 1 and out["ms"] > 0
+    # counted once (benchmark() calls benchmark_cpu(), both hooked), under the code that ran it
+    assert out["benchmarks"]["by_caller"] == {"<string>.time_mm < <module>": 1}
 
 
 def test_auto_packs_as_many_jobs_as_memory_and_cores_allow():

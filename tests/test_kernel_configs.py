@@ -283,6 +283,27 @@ out = {"moved": tuned(lambda: CachingAutotuner.autotune_to_one_config(moved)),
        "own_path": tuned(lambda: CachingAutotuner.autotune_to_one_config(here)),
        "dead_path_written": Path("/nonexistent/cold_run").exists(),
        "reused": inductor.tuned_configs_reused()}
+# A kernel Inductor keeps no pick for (one config at its decoration, more launchers by its
+# first launch: a reduction whose registers spill): benchmarked, its pick kept beside it
+# as Inductor keeps one, then taken by a later run's copy of the kernel.
+class Plain(Tuner):
+    def __init__(self, path, configs):
+        super().__init__(path, configs)
+        self.save_cache_hook, self.filename = None, path
+_, spills = PyCodeCache.write(source + "\n# a reduction whose registers spill\n")
+first = Plain(spills, candidates)
+out["plain_cold"] = tuned(lambda: CachingAutotuner.autotune_to_one_config(first))
+tried = list(first.launchers)
+first.launchers = [tried[1]]  # what Inductor's benchmarking picked
+inductor._keep_own_pick(first, tried)
+kept = {rel: json.loads(text) for rel, text in inductor.tuned_configs(Path(spills).parent.parent).items()}
+out["plain_kept"] = [dict(XBLOCK=d["XBLOCK"], num_warps=d["num_warps"]) for d in kept.values()
+                     if d["configs_hash"] not in ("hashA", "hashB")]
+later = Plain("/nonexistent/cold_run/inductor/" + "/".join(Path(spills).parts[-2:]), candidates)
+out["plain_warm"] = tuned(lambda: CachingAutotuner.autotune_to_one_config(later))
+out["plain_launchers"] = [dict(l.config.kwargs, num_warps=l.config.num_warps) for l in later.launchers]
+out["reused_after"] = inductor.tuned_configs_reused()
+out["benchmarks"] = inductor.compile_benchmarks()
 print(json.dumps(out))
 """
 
@@ -300,3 +321,12 @@ def test_a_default_jobs_loaded_kernel_launches_with_the_config_its_cold_run_pick
     assert got["foreign"] == "benchmark"  # another candidate list: Inductor picks as it would
     assert got["own_path"] == "benchmark"  # not the hook's case (Inductor's own read cuts the list at decoration)
     assert got["reused"] == 1 and not got["dead_path_written"]
+    # a kernel Inductor keeps no pick for: benchmarked once, its pick kept, then taken
+    assert got["plain_cold"] == "benchmark" and got["plain_kept"] == [{"XBLOCK": 1024, "num_warps": 4}]
+    assert got["plain_warm"] is None and got["plain_launchers"] == [{"XBLOCK": 1024, "num_warps": 4}]
+    assert got["reused_after"] == 2
+    # the three that benchmarked, and why each did, for the record (compile_benchmarks)
+    assert got["benchmarks"]["not_reused"] == {"a pick for another candidate list": 1,
+                                               "a pick at the kernel's own path, not taken by Inductor's read": 1,
+                                               "no pick in this job's cache": 1}
+    assert len(got["benchmarks"]["kernels"]) == 3
