@@ -281,3 +281,32 @@ def test_every_phase_that_runs_long_says_so(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "still in phase time_modules: 1 s" in out and "still in phase time_modules: 2 s" in out
     assert "still in phase warmup" not in out
+
+
+def test_a_job_whose_folder_is_removed_under_it_says_so_and_keeps_its_log(tmp_path):
+    """Another process on the machine removes a running job's folder (its job.json with it):
+    the job fails, and the record says why, with the log the job wrote (kept from the open
+    file), not an exit code and an empty log."""
+    import shutil
+    import threading
+
+    from sweeper.sweep.job_process import run_job_process
+
+    job_dir = tmp_path / "scratch" / "0"
+
+    def remove_once_started():
+        deadline = time.time() + 60
+        while time.time() < deadline and not (job_dir / "job.log").exists():
+            time.sleep(0.01)
+        shutil.rmtree(job_dir)  # while the job process still imports torch, before it reads job.json
+
+    remover = threading.Thread(target=remove_once_started)
+    remover.start()
+    record = run_job_process({"job_id": "0", "config": {"model": "test_resnet"}}, job_dir, timeout_s=120)
+    remover.join()
+    assert record["status"] == "failed"
+    assert f"its folder {job_dir} was removed or replaced while the job ran" in record["reason"], record["reason"]
+    assert "exit code 1" in record["reason"]
+    log = (job_dir / "job.log").read_text()
+    assert "FileNotFoundError" in log and "job.json" in log, log[-2000:]
+    assert "job.json" in record["log_tail"] and read_record(job_dir)["reason"] == record["reason"]

@@ -89,7 +89,7 @@ def run_job_process(
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     started = time.time()
-    with open(log_path, "wb") as log:
+    with open(log_path, "w+b") as log:  # readable too: _log_if_removed
         # A session of its own, so that a timeout kills the job's compile workers too.
         proc = subprocess.Popen(
             [spec.get("python_executable") or sys.executable, "-m", "tasks.job", str(job_dir)],
@@ -122,7 +122,16 @@ def run_job_process(
             raise
         _relay(log_path, offset, progress)
         _kill_group(proc.pid)  # compile workers the job left behind
+        removed_log = _log_if_removed(log, log_path)
     duration = time.time() - started
+    if removed_log is not None:
+        # Something else on this machine removed the job's folder under it (its files with
+        # it): what the job printed is still in the open log, written back where it was.
+        job_dir.mkdir(parents=True, exist_ok=True)
+        log_path.write_bytes(removed_log)
+        removed = (f"its folder {job_dir} was removed or replaced while the job ran, by another process on "
+                   f"this machine (job process exit code {proc.returncode}); its log is kept from the file it wrote")
+        reason = f"{reason}; {removed}" if reason else removed
     if reason is None:
         try:
             record = read_record(job_dir)
@@ -148,6 +157,19 @@ def _watchdog(spec: dict, pid: int) -> Watchdog | None:
     if not wanted(lease.get("pause_others"), int(lease.get("jobs_per_gpu") or 1)):
         return None
     return Watchdog(lease.get("dir") or LEASE_DIR, safe_name(lease["key"]), pid)
+
+
+def _log_if_removed(log, log_path: Path) -> bytes | None:
+    """The job's log as the job wrote it (its last 4 MiB), when its file is no longer at
+    log_path (removed, or the folder replaced); None while it is in place."""
+    st = os.fstat(log.fileno())
+    try:
+        if os.stat(log_path).st_ino == st.st_ino:
+            return None
+    except OSError:
+        pass
+    keep = min(st.st_size, 1 << 22)
+    return os.pread(log.fileno(), keep, st.st_size - keep)  # the child shares the offset: pread moves none
 
 
 def _relay(log_path: Path, offset: int, progress: Callable[[str], None] | None) -> int:
