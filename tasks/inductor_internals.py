@@ -594,7 +594,9 @@ def picked_launcher(tuner, launchers: list):
     mixnet_l job, 74 s beside other jobs) and wrote its pick back there, into the dead folder,
     where only a later run found it. The file the compile store put in this job's cache, at
     the same place, is read instead; a config that is not among `launchers`, or a file of
-    another candidate list (configs_hash), is not taken. None: Inductor picks as it would."""
+    another candidate list (configs_hash), is not taken. A kernel Inductor keeps no pick for
+    has the one the job kept for it (_keep_own_pick) read the same way, at its own path too.
+    None: Inductor picks as it would."""
     return _picked_launcher(tuner, launchers)[0]
 
 
