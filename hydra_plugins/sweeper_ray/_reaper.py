@@ -69,7 +69,7 @@ def _alive(known: dict[int, str | None]) -> list[int]:
 def main(pids: list[int]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     known = {pid: _start_time(pid) for pid in pids}
-    while not select.select([sys.stdin], [], [], 0.2 if len(known) < 4 else 1.0)[0] or sys.stdin.buffer.read1(4096):
+    while not select.select([sys.stdin], [], [], 0.2 if len(known) < 4 else 1.0)[0] or os.read(sys.stdin.fileno(), 4096):
         known |= _descendants(known)  # until the driver's end closes: it has exited, however
         known.pop(os.getpid(), None)  # the watcher is the driver's child too
     deadline = time.time() + _GRACE_S

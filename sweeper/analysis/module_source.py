@@ -82,8 +82,10 @@ def kernel_sources(source: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for node in ast.parse(source).body:
         call = node.value if isinstance(node, ast.Assign) else None
-        if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "triton"
-                and len(call.args) >= 2 and all(isinstance(a, ast.Constant) and isinstance(a.value, str)
-                                                for a in call.args[:2])):
-            out[call.args[0].value] = call.args[1].value
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "triton" \
+                and len(call.args) >= 2:
+            name, text = call.args[0], call.args[1]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str) \
+                    and isinstance(text, ast.Constant) and isinstance(text.value, str):
+                out[name.value] = text.value
     return out

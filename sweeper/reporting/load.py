@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sweeper.record import RecordError, read_record, relocate
+from sweeper.record import Record, RecordError, read_record, relocate
 
 
 class AggregateError(ValueError):
@@ -26,7 +26,7 @@ def summary_problem(summary) -> str | None:
     return None
 
 
-def load_sweep(sweep_dir: Path) -> tuple[dict, dict[int, dict], list[str]]:
+def load_sweep(sweep_dir: Path) -> tuple[dict, dict[int, Record], list[str]]:
     """(summary, records by job number, notes about what was left out)."""
     sweep_dir = Path(sweep_dir)
     if not sweep_dir.is_dir():

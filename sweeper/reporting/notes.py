@@ -131,8 +131,8 @@ def packing_notes(jobs) -> list[str]:
             f"shared their GPU with another. Each timed its GPU holding the GPU's lease, one job at a time: "
             f"they waited {waits.sum():.0f} s for it in all (longest, #{int(longest['job'])}: "
             f"{waits.max():.0f} s); jobs_per_gpu=1 runs them one a GPU")
-    paused = jobs["paused_others_s"].dropna() if "paused_others_s" in jobs else []
-    if len(paused) and paused.sum() > 0:
+    paused = jobs["paused_others_s"].dropna() if "paused_others_s" in jobs else None
+    if paused is not None and len(paused) and paused.sum() > 0:
         text += (f". While one timed its steps and modules, the others of its GPU stood paused: {paused.sum():.0f} s "
                  "in all (hydra.launcher.pause_while_timing=false lets them compile on)")
     alone = jobs[jobs["rerun_alone"].notna()]

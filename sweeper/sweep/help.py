@@ -83,7 +83,12 @@ def _rows(cls, prefix: str = "") -> list[tuple[str, str, str, str]]:
         if dataclasses.is_dataclass(hints[f.name]):
             rows += _rows(hints[f.name], f"{prefix}{f.name}.")
             continue
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:  # a key every job must set (none is declared so now)
+            default = None
         rows.append((prefix + f.name, _values(hints[f.name], prefix + f.name), _default(default), notes.get(f.name, "")))
     return rows
 

@@ -18,7 +18,7 @@ class Preflight(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         # keys added with `+` before Hydra writes anything (swept ones: the launcher's checks)
-        keys = [k for k in config.keys() if k != "hydra"]
+        keys = [str(k) for k in config.keys() if k != "hydra"]
         stop_on_problem(check_declared_keys, OmegaConf.to_container(OmegaConf.masked_copy(config, keys)))
         from sweeper.sweep.control import confirm, grid_size, lock_sweep, note_new_folders
 

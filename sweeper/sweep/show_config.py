@@ -47,8 +47,10 @@ def sweep_configs(argv: list[str], conf_dir: Path) -> list[tuple[list[str], str]
             if part == "hydra":
                 cfg = cfg.hydra
             elif part == "job":
-                cfg = OmegaConf.masked_copy(cfg, [k for k in cfg if k != "hydra"])
-                out.append((job, job_yaml(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True), gpus)))
+                cfg = OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"])
+                plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+                assert isinstance(plain, dict)  # a DictConfig's container
+                out.append((job, job_yaml(plain, gpus)))
                 continue
             out.append((job, OmegaConf.to_yaml(cfg, resolve=part == "job")))
     return out
