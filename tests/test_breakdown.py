@@ -228,3 +228,7 @@ def test_host_timed_breakdown_is_scaled_to_the_unprofiled_run_and_a_gpu_one_is_n
     assert [k["device_ms"] for k in gpu["kernels"]] == [60.0, 40.0] and "profiled_scale" not in gpu
     fast = breakdown(ops, runs=1, span=(0.0, 100_000.0), wall_ms=120.0, host_timed=True)
     assert fast["profiled_scale"] == 1.0 and [k["device_ms"] for k in fast["kernels"]] == [60.0, 40.0]
+    # a host ~30x slower profiled (as under load): the scale still gives the times it scaled
+    # to its fourth digit (rounded to 4 decimals, 0.0323 put them 0.16% off)
+    slow = breakdown(ops, runs=1, span=(0.0, 100_000.0), wall_ms=3.2345, host_timed=True)
+    assert slow["device_ms"] == pytest.approx(slow["device_ms_profiled"] * slow["profiled_scale"], rel=1e-3)
