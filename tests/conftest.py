@@ -14,22 +14,36 @@ def _own_autotune_store(tmp_path_factory):
     """Sweeps run by the tests keep their autotune and compile stores apart from the user's
     (~/.cache/sweeper/autotune and compile, conf/config.yaml), and the host's instruction-set
     probes apart from its own folder; a test that needs its own sets its own."""
-    os.environ["SWEEPER_AUTOTUNE_STORE"] = str(tmp_path_factory.mktemp("autotune_store"))
-    os.environ["SWEEPER_COMPILE_STORE"] = str(tmp_path_factory.mktemp("compile_store"))
-    # and the host's instruction-set probes (tasks/cpu_libraries.py) in a folder of the session's
-    os.environ["SWEEPER_CPU_PROBES"] = str(tmp_path_factory.mktemp("cpu_probes"))
+    # one folder for the whole run: under pytest-xdist (make test's two workers) the
+    # workers' sessions share it, so that a compile one worker made is warm for the other
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent
+    for key, name in (("SWEEPER_AUTOTUNE_STORE", "autotune_store"), ("SWEEPER_COMPILE_STORE", "compile_store"),
+                      # and the host's instruction-set probes (tasks/cpu_libraries.py)
+                      ("SWEEPER_CPU_PROBES", "cpu_probes")):
+        (shared / f"session_{name}").mkdir(exist_ok=True)
+        os.environ[key] = str(shared / f"session_{name}")
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _no_scratch_left_behind():
+SCRATCH = Path("/tmp/sweeper-scratch")
+
+
+def pytest_sessionstart(session):
     """The launcher removes each job's scratch folder when the job's folder is back; what a
     test's killed worker left in the default scratch folder (/tmp/sweeper-scratch) during
-    the session is removed at its end, and nothing older."""
-    root = Path("/tmp/sweeper-scratch")
-    before = set(root.iterdir()) if root.is_dir() else set()
-    yield
-    for path in (set(root.iterdir()) if root.is_dir() else set()) - before:
-        shutil.rmtree(path, ignore_errors=True)
+    the run is removed at its end, and nothing older. Only by the run's own process (under
+    pytest-xdist, its controller): a worker that ends first must not remove the scratch
+    folders of the jobs the other worker's tests still run."""
+    if not hasattr(session.config, "workerinput"):
+        session.config._scratch_before = set(SCRATCH.iterdir()) if SCRATCH.is_dir() else set()
+
+
+def pytest_sessionfinish(session):
+    before = getattr(session.config, "_scratch_before", None)
+    if before is not None:
+        for path in (set(SCRATCH.iterdir()) if SCRATCH.is_dir() else set()) - before:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

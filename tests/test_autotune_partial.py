@@ -18,6 +18,9 @@ import pytest
 from sweeper.record import read_record
 from sweeper.stores import autotune_store as st
 
+# a stall stopped by a 45-s limit, and a stall caught before Ctrl-C: run with nothing beside them (make test)
+pytestmark = pytest.mark.alone
+
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ["autotune=on", "amp=off", "mode=inference", "+inductor.freezing=true", "measure.timed_steps=2", "measure.warmup_steps=1", "measure.profile_steps=1",
        "measure.module_rounds=2", "measure.module_calls_per_round=1", "measure.module_profile_calls=1",

@@ -41,6 +41,7 @@ def test_other_busy_cores():
 
 
 @linux_only
+@pytest.mark.alone  # needs an idle core: run with nothing beside it (make test)
 def test_a_busy_process_outside_the_job_counts_and_the_jobs_own_work_does_not():
     host = HostLoad()
     # what the rest of the machine does anyway (a second test run, CI's own services): the
