@@ -33,7 +33,7 @@ browser:
 
 # Two workers (pytest-xdist), each test file kept on one of them so that a module's
 # fixture runs once; then the tests marked `alone` (a stall against a time limit, the
-# host-load reading, the nights on a two-node cluster), with nothing beside them. Given a file of no `alone` test, the
+# host-load reading), with nothing beside them. Given a file of no `alone` test, the
 # second run finds none: exit code 5, not a failure here (the first run's 5 still is).
 test: install browser
 	$(PY) -m pytest -q -n 2 --dist loadfile -m "not alone" $(PYTEST_ARGS)

@@ -12,8 +12,10 @@ FIXTURES = Path(__file__).parent / "fixtures"
 @pytest.fixture(autouse=True, scope="session")
 def _own_autotune_store(tmp_path_factory):
     """Sweeps run by the tests keep their autotune and compile stores apart from the user's
-    (~/.cache/sweeper/autotune and compile, conf/config.yaml), and the host's instruction-set
-    probes apart from its own folder; a test that needs its own sets its own."""
+    (~/.cache/sweeper/autotune and compile, conf/config.yaml), the host's instruction-set
+    probes apart from its own folder, and their jobs' scratch folders apart from the
+    machine's (pytest removes them with the run's other old folders); a test that needs its
+    own sets its own."""
     # one folder for the whole run: under pytest-xdist (make test's two workers) the
     # workers' sessions share it, so that a compile one worker made is warm for the other
     shared = tmp_path_factory.getbasetemp()
@@ -21,29 +23,12 @@ def _own_autotune_store(tmp_path_factory):
         shared = shared.parent
     for key, name in (("SWEEPER_AUTOTUNE_STORE", "autotune_store"), ("SWEEPER_COMPILE_STORE", "compile_store"),
                       # and the host's instruction-set probes (tasks/cpu_libraries.py)
-                      ("SWEEPER_CPU_PROBES", "cpu_probes")):
+                      ("SWEEPER_CPU_PROBES", "cpu_probes"),
+                      # and the launcher's scratch folder: not the machine's /tmp/sweeper-scratch,
+                      # where the sweeps of another test run (or of a user) run at the same time
+                      ("SWEEPER_SCRATCH", "scratch")):
         (shared / f"session_{name}").mkdir(exist_ok=True)
         os.environ[key] = str(shared / f"session_{name}")
-
-
-SCRATCH = Path("/tmp/sweeper-scratch")
-
-
-def pytest_sessionstart(session):
-    """The launcher removes each job's scratch folder when the job's folder is back; what a
-    test's killed worker left in the default scratch folder (/tmp/sweeper-scratch) during
-    the run is removed at its end, and nothing older. Only by the run's own process (under
-    pytest-xdist, its controller): a worker that ends first must not remove the scratch
-    folders of the jobs the other worker's tests still run."""
-    if not hasattr(session.config, "workerinput"):
-        session.config._scratch_before = set(SCRATCH.iterdir()) if SCRATCH.is_dir() else set()
-
-
-def pytest_sessionfinish(session):
-    before = getattr(session.config, "_scratch_before", None)
-    if before is not None:
-        for path in (set(SCRATCH.iterdir()) if SCRATCH.is_dir() else set()) - before:
-            shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -138,3 +139,20 @@ def test_cfg_job_and_the_dry_run_show_what_each_job_will_run_with():
     assert "(1 would be skipped here)" in listed.stdout
     assert "device cpu (no GPU here), batch 2 (the CPU default); SKIPPED here: cudagraphs=on needs a CUDA device" \
         in listed.stdout
+
+
+def test_the_scratch_folder_defaults_to_sweeper_scratch_where_set(tmp_path):
+    """$SWEEPER_SCRATCH moves the launcher's node-local scratch folder (the tests' sweeps use
+    a folder of their run's own, never the machine's /tmp/sweeper-scratch, where another
+    test run's or a user's sweeps run)."""
+    code = (f"from hydra import compose, initialize_config_dir\n"
+            f"from sweeper.sweep.hydra_setup import register\n"
+            f"register()\n"
+            f"with initialize_config_dir(config_dir={CONF!r}, version_base='1.3'):\n"
+            f"    print(compose(config_name='config', return_hydra_config=True).hydra.launcher.scratch_dir)\n")
+    for env, expected in ((str(tmp_path / "scratch"), str(tmp_path / "scratch")), ("", "/tmp/sweeper-scratch")):
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                             env={k: v for k, v in os.environ.items() if k != "SWEEPER_SCRATCH"}
+                             | ({"SWEEPER_SCRATCH": env} if env else {}))
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert out.stdout.strip().splitlines()[-1] == expected

@@ -334,10 +334,6 @@ SMALL = ["mode=inference", "image_size=64", "batch_size=8", "measure.timed_steps
 
 
 @pytest.mark.slow
-# alone: beside the other test worker, a job of these nights lost its scratch folder while it
-# ran, in three of four runs, by a remover not found (docs/findings.md, "The test suite on two
-# workers"); the job now fails saying so, and the test runs with nothing beside it
-@pytest.mark.alone
 def test_three_nights_on_a_two_node_cluster_are_compared_and_a_slower_copy_is_flagged(tmp_path, monkeypatch):
     """The recipe of docs/running.md ("Nightly on a cluster"): the nightly preset run
     against a cluster's address (a head node and a worker node, here on one machine), the

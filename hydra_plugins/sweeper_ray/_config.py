@@ -22,8 +22,8 @@ class RayLauncherConf:
     # Re-run a job whose worker or node died (not one that failed on its own).
     max_retries_on_node_loss: int = 1
     # Node-local folder for job folders and compile caches; results and artifacts come
-    # back to the driver's sweep folder through Ray.
-    scratch_dir: str = "/tmp/sweeper-scratch"
+    # back to the driver's sweep folder through Ray. $SWEEPER_SCRATCH, where set, is the default.
+    scratch_dir: str = field(default_factory=lambda: os.environ.get("SWEEPER_SCRATCH") or "/tmp/sweeper-scratch")
     # Skip jobs whose result.json in the sweep folder says ok, for the same job (sweeper/identity.py).
     resume: bool = True
     # Jobs one GPU runs at once (sweeper/sweep/packing.py): each times its GPU under the GPU's
