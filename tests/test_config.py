@@ -91,12 +91,11 @@ def test_help_lists_every_declared_key_with_its_values_default_and_meaning():
     import dataclasses
 
     from sweeper.sweep.config import JobConfig, MeasureConfig
-    from sweeper.sweep.help import HIDDEN
 
     proc = _sweeper("--help")
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = proc.stdout
-    keys = [f.name for f in dataclasses.fields(JobConfig) if f.name not in HIDDEN and f.name != "measure"]
+    keys = [f.name for f in dataclasses.fields(JobConfig) if f.name not in ("debug_fault", "measure")]
     keys += [f"measure.{f.name}" for f in dataclasses.fields(MeasureConfig)]
     lines = text.splitlines()
     for key in keys:  # each key's line, then its meaning below it: none is left without one
@@ -156,3 +155,38 @@ def test_the_scratch_folder_defaults_to_sweeper_scratch_where_set(tmp_path):
                              | ({"SWEEPER_SCRATCH": env} if env else {}))
         assert out.returncode == 0, out.stderr[-2000:]
         assert out.stdout.strip().splitlines()[-1] == expected
+
+
+def test_each_key_is_declared_once_and_every_check_reads_the_declaration():
+    """config.py's declarations (type, default, meaning, least value, choices, hidden) are
+    what the help, the command line's check and the composed jobs' check read: every key
+    declared with a least value is refused below it by both checks, with one message;
+    a declared choice likewise; the hidden key is in neither the help nor the suggestions."""
+    import dataclasses
+
+    from sweeper.sweep.config import FAULTS, JobConfig, MeasureConfig, declared_keys
+    from sweeper.sweep.help import help_text
+    from sweeper.sweep.overrides import problems
+    from sweeper.sweep.validate import job_problems
+
+    keys = declared_keys()
+    assert set(keys) == ({f.name for f in dataclasses.fields(JobConfig)} - {"measure"}
+                         | {f"measure.{f.name}" for f in dataclasses.fields(MeasureConfig)})
+    assert keys["timeout_s"].default == 3600 and keys["timeout_s"].minimum == 0
+    assert "killed" in keys["timeout_s"].doc  # the comment above the field
+    assert keys["debug_fault"].hidden and keys["debug_fault"].choices == FAULTS
+    bounded = {name: key for name, key in keys.items() if key.minimum is not None}
+    assert {"batch_size", "image_size", "timeout_s", "measure.timed_steps", "measure.steady_loop_s"} <= set(bounded)
+    for name, key in bounded.items():
+        low = float(key.minimum - 1) if key.type is float else int(key.minimum - 1)  # measure's spans: floats
+        on_the_command_line = problems([f"{name}={low}"], set())
+        top, _, sub = name.partition(".")
+        composed = job_problems({"model": "resnet18", top: {sub: low}} if sub else {"model": "resnet18", name: low})
+        assert len(on_the_command_line) == 1 and on_the_command_line == composed, (name, on_the_command_line, composed)
+        assert on_the_command_line[0].startswith(f"{name}={low}: must be")
+    fault = "debug_fault=boom: one of " + ", ".join(FAULTS) + " (tests only)"
+    assert problems(["debug_fault=boom"], set()) == [fault]
+    assert job_problems({"model": "resnet18", "debug_fault": "boom"}) == [fault]
+    assert problems(["debug_fault=crash"], set()) == []
+    assert "debug_fault" not in help_text()
+    assert "debug_fault" not in problems(["debug_faul=crash"], set())[0].split("(")[1]

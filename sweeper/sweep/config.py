@@ -1,14 +1,32 @@
 """Typed configuration of one job, registered with Hydra's ConfigStore (sweeper/sweep/hydra_setup.py).
 
-The YAML in conf/ only chooses values; every key a user may set is declared here, so a
-typo in a key (``modle=...``) is rejected by Hydra before anything runs.
+The YAML in conf/ only chooses values; every key a user may set is declared here, once:
+its type and default (the field), its meaning (the comment on its line, or the comment
+lines just above it), and what else a value must be (`setting`: a least value, a list of
+choices, hidden from users). `declared_keys()` reads them for the help (help.py), the
+command line's check (overrides.py), the composed jobs' check (validate.py) and the dry
+run's estimate (estimate.py), so that none of them keeps a list of its own.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Dict, Optional
+from types import MappingProxyType
+from typing import Any, Dict, Mapping, Optional, get_type_hints
+
+# The failures a test may inject (debug_fault).
+FAULTS = ("crash", "hang", "raise", "stall_mid_compile", "oom_when_packed")
+
+
+def setting(default: Any, *, minimum: float | None = None, choices: tuple | None = None, hidden: bool = False) -> Any:
+    """A key's default with what else its value must be: at least `minimum`, one of
+    `choices` (None always allowed where the key is Optional); `hidden`: declared for the
+    tests, left out of the help and of the keys suggested for a typo."""
+    return field(default=default, metadata={"minimum": minimum, "choices": choices, "hidden": hidden})
 
 
 
@@ -35,18 +53,18 @@ class AmpDtype(str, Enum):
 class MeasureConfig:
     """How long to measure. Defaults favour steady medians over speed."""
 
-    warmup_steps: int = 5  # after the compiling call; CUDA graphs record in the first ones
-    timed_steps: int = 20  # eager and compiled step time: median of these
-    profile_steps: int = 5  # steps of the real compiled step under the profiler
+    warmup_steps: int = setting(5, minimum=1)  # after the compiling call; CUDA graphs record in the first ones
+    timed_steps: int = setting(20, minimum=1)  # eager and compiled step time: median of these
+    profile_steps: int = setting(5, minimum=1)  # steps of the real compiled step under the profiler
     # Module wall time: rounds of every module in turn (tasks/timing.rounds_in_turn), at
     # least module_min_rounds each and then more until module_span_s seconds have passed,
     # at most module_rounds each; their trimmed mean and spread. The span lets the rounds
     # sample a host whose launch speed switches every few seconds (docs/method.md).
-    module_rounds: int = 100
-    module_min_rounds: int = 5  # rounds of each module at least (see module_rounds)
-    module_span_s: float = 8.0  # seconds the module rounds last at least (see module_rounds)
-    module_calls_per_round: int = 10  # calls of a module in one timed round
-    module_profile_calls: int = 10  # calls of a compiled module under the profiler
+    module_rounds: int = setting(100, minimum=1)
+    module_min_rounds: int = setting(5, minimum=1)  # rounds of each module at least (see module_rounds)
+    module_span_s: float = setting(8.0, minimum=0)  # seconds the module rounds last at least (see module_rounds)
+    module_calls_per_round: int = setting(10, minimum=1)  # calls of a module in one timed round
+    module_profile_calls: int = setting(10, minimum=1)  # calls of a compiled module under the profiler
     # Python's automatic garbage collection off inside timed and profiled loops, as timeit
     # does: a full collection of the compiler's heap stalls a round (tasks/gc_watch.py)
     pause_gc: bool = True
@@ -54,19 +72,19 @@ class MeasureConfig:
     # the busy figure's divisor, and on a GPU the window over which NVML's utilization
     # counter is read (tasks/nvml_util.py), whose samples come every 1/6 s to 1 s.
     # 0: no loop (busy divides by the timed steps' median; no NVML reading).
-    steady_loop_s: float = 4.0
+    steady_loop_s: float = setting(4.0, minimum=0)
     eager: bool = True  # also time the eager step (for the speedup)
     microbench: bool = True  # GPU: standalone benchmarks of the kernels holding 80% of Triton time
     # ...within this share of the job's compile-and-warm-up seconds (0: no limit). Every kernel
     # is timed alone first; the autotune headroom of the costliest ones fills what is left.
-    microbench_budget_pct: float = 10.0
+    microbench_budget_pct: float = setting(10.0, minimum=0)
 
 
 @dataclass
 class JobConfig:
     model: str = "resnet18"  # any timm model name; always built with pretrained=False
-    batch_size: Optional[int] = None  # None: the curated per-model default (sweeper/models.py)
-    image_size: Optional[int] = None  # None: the model's own input size
+    batch_size: Optional[int] = setting(None, minimum=1)  # None: the curated per-model default (sweeper/models.py)
+    image_size: Optional[int] = setting(None, minimum=1)  # None: the model's own input size
     mode: Mode = Mode.training  # a training step (forward and backward, no optimizer) or a forward alone
     amp: bool = True  # autocast (mixed precision)
     amp_dtype: AmpDtype = AmpDtype.auto  # auto: float16 on a GPU, bfloat16 on a CPU
@@ -97,7 +115,7 @@ class JobConfig:
     pythons: Dict[str, str] = field(default_factory=dict)
     # Seconds a job may run before it is killed and recorded as failed (0: no limit).
     # Max-autotune compiles of mid-size models take over 10 minutes on an H200.
-    timeout_s: int = 3600
+    timeout_s: int = setting(3600, minimum=0)
     measure: MeasureConfig = field(default_factory=MeasureConfig)
     # Sweep-level keys (read from the first job's config by the launcher):
     dry_run: bool = False  # list the jobs the sweep would run (after every check), run none
@@ -106,4 +124,65 @@ class JobConfig:
     # For tests of failure handling only: crash (SIGSEGV), hang, or raise, in the job
     # process right after setup; stall_mid_compile: hang once max-autotune has timed an op;
     # oom_when_packed: run out of GPU memory while sharing a GPU (not alone on it).
-    debug_fault: Optional[str] = None
+    debug_fault: Optional[str] = setting(None, choices=FAULTS, hidden=True)
+
+
+@dataclass(frozen=True)
+class Key:
+    """One settable key as declared above."""
+
+    name: str  # dotted below the top level: "measure.eager"
+    type: Any  # as declared, Optional[X] included
+    default: Any
+    doc: str  # the comment on the field's line, or the comment lines just above it
+    minimum: float | None = None
+    choices: tuple | None = None
+    hidden: bool = False
+
+
+def _comments(cls) -> dict[str, str]:
+    """field name -> its comment: on its own line, else the comment lines just above."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    out: dict[str, str] = {}
+    above: list[str] = []
+    for line in inspect.getsource(cls).splitlines():
+        text = line.strip()
+        if text.startswith("#"):
+            above.append(text.lstrip("# ").strip())
+            continue
+        name = text.split(":", 1)[0].strip()
+        if name in names and ":" in text:
+            inline = text.split("#", 1)[1].strip() if "#" in text else ""
+            out[name] = inline or " ".join(above)
+        above = []
+    return out
+
+
+def _keys(cls, prefix: str = "") -> dict[str, Key]:
+    hints, docs, out = get_type_hints(cls), _comments(cls), {}
+    for f in dataclasses.fields(cls):
+        if dataclasses.is_dataclass(hints[f.name]):  # measure: its keys, dotted
+            out.update(_keys(hints[f.name], f"{prefix}{f.name}."))
+            continue
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:  # a key every job must set (none is declared so now)
+            default = None
+        out[prefix + f.name] = Key(prefix + f.name, hints[f.name], default, docs.get(f.name, ""),
+                                   f.metadata.get("minimum"), f.metadata.get("choices"), bool(f.metadata.get("hidden")))
+    return out
+
+
+@functools.cache
+def declared_keys() -> Mapping[str, Key]:
+    """Every key a user may set (measure.* dotted), in declaration order. Read once: the
+    command line's check asks it for every value of a swept key (seed=range(0,100000))."""
+    return MappingProxyType(_keys(JobConfig))
+
+
+def group_keys() -> set[str]:
+    """The top-level keys that hold other keys (measure)."""
+    hints = get_type_hints(JobConfig)
+    return {f.name for f in dataclasses.fields(JobConfig) if dataclasses.is_dataclass(hints[f.name])}

@@ -56,10 +56,9 @@ def _text_of(pair: list[str]) -> str | None:
 
 def _default_texts() -> dict[str, str]:
     """Each declared key (measure.* too) -> its default, as text (sweeper/sweep/config.py)."""
-    import dataclasses
     from enum import Enum
 
-    from sweeper.sweep.config import JobConfig
+    from sweeper.sweep.config import declared_keys
 
     def text(value) -> str:
         if isinstance(value, bool):
@@ -68,14 +67,8 @@ def _default_texts() -> dict[str, str]:
             return "null"
         return str(value.value if isinstance(value, Enum) else value)
 
-    out = {}
-    for f in dataclasses.fields(JobConfig):
-        value = getattr(JobConfig(), f.name)
-        if dataclasses.is_dataclass(value):
-            out.update({f"{f.name}.{g.name}": text(getattr(value, g.name)) for g in dataclasses.fields(value)})
-        elif not isinstance(value, (dict, list)):
-            out[f.name] = text(value)
-    return out
+    return {name: text(key.default) for name, key in declared_keys().items()
+            if not isinstance(key.default, (dict, list))}
 
 
 def earlier_durations(outputs: Path, keys: set[str], gpu: str | None) -> tuple[dict[str, float], int]:

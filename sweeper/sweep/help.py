@@ -1,22 +1,17 @@
 """`python -m sweeper --help`: every key a user may set, with its values, default and
-meaning, read from the declarations in sweeper/sweep/config.py (the comment on a field's
-line, or the comment lines just above it), so that the help cannot drift from the config.
+meaning, read from the declarations in sweeper/sweep/config.py (`declared_keys`: the comment on a
+field's line, or the comment lines just above it; hidden keys left out), so that the help
+cannot drift from the config.
 Hydra shows it through hydra.help.template (conf/config.yaml); Hydra's own help is
 `--hydra-help`."""
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import textwrap
 import typing
 from enum import Enum
-from typing import get_type_hints
 
-from sweeper.sweep.config import JobConfig
-
-# Declared, but not for users: failure-injection for the fault tests.
-HIDDEN = {"debug_fault"}
+from sweeper.sweep.config import declared_keys
 
 HEADER = """sweeper: where the GPU time of torch.compile'd timm models goes, across a sweep.
 
@@ -34,24 +29,6 @@ job.log, traces, compiled modules), summary.json, tables/, figures/, report.html
 Afterwards: python -m sweeper.aggregate DIR (report again), python -m sweeper.history
 compare|trend (against earlier sweeps). Docs: README.md, docs/running.md, docs/method.md.
 """
-
-
-def _comments(cls) -> dict[str, str]:
-    """field name -> its comment: on its own line, else the comment lines just above."""
-    lines = inspect.getsource(cls).splitlines()
-    names = {f.name for f in dataclasses.fields(cls)}
-    out, above = {}, []
-    for line in lines:
-        text = line.strip()
-        if text.startswith("#"):
-            above.append(text.lstrip("# ").strip())
-            continue
-        name = text.split(":", 1)[0].strip()
-        if name in names and ":" in text:
-            inline = text.split("#", 1)[1].strip() if "#" in text else ""
-            out[name] = inline or " ".join(above)
-        above = []
-    return out
 
 
 def _values(tp, name: str = "") -> str:
@@ -75,26 +52,13 @@ def _default(value) -> str:
     return "null" if value is None else str(value)
 
 
-def _rows(cls, prefix: str = "") -> list[tuple[str, str, str, str]]:
-    hints, notes, rows = get_type_hints(cls), _comments(cls), []
-    for f in dataclasses.fields(cls):
-        if f.name in HIDDEN:
-            continue
-        if dataclasses.is_dataclass(hints[f.name]):
-            rows += _rows(hints[f.name], f"{prefix}{f.name}.")
-            continue
-        if f.default is not dataclasses.MISSING:
-            default = f.default
-        elif f.default_factory is not dataclasses.MISSING:
-            default = f.default_factory()
-        else:  # a key every job must set (none is declared so now)
-            default = None
-        rows.append((prefix + f.name, _values(hints[f.name], prefix + f.name), _default(default), notes.get(f.name, "")))
-    return rows
+def _rows() -> list[tuple[str, str, str, str]]:
+    return [(name, _values(key.type, name), _default(key.default), key.doc)
+            for name, key in declared_keys().items() if not key.hidden]
 
 
 def help_text() -> str:
-    rows = _rows(JobConfig)
+    rows = _rows()
     width = max(len(k) for k, *_ in rows) + 2
     out = [HEADER, "Keys (KEY=VALUE; values, default: meaning):"]
     for key, values, default, note in rows:

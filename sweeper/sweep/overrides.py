@@ -18,30 +18,19 @@ left to Hydra and their own checks."""
 
 from __future__ import annotations
 
-import dataclasses
 import typing
 from enum import Enum
 from pathlib import Path
-from typing import get_type_hints
 
-from sweeper.sweep.config import JobConfig
+from sweeper.sweep.config import declared_keys
 from sweeper.sweep.validate import SweepConfigError, _undeclared, setting_problem
 
 BOOL_WORDS = ("on", "off", "true", "false")
-HIDDEN_FROM_CHOICES = {"debug_fault"}
 
 
 def _declarations() -> dict[str, object]:
-    """Every settable key (measure.* included) -> its declared type."""
-    out = {}
-    hints = get_type_hints(JobConfig)
-    for f in dataclasses.fields(JobConfig):
-        if dataclasses.is_dataclass(hints[f.name]):
-            for g in dataclasses.fields(hints[f.name]):
-                out[f"{f.name}.{g.name}"] = get_type_hints(hints[f.name])[g.name]
-        else:
-            out[f.name] = hints[f.name]
-    return out
+    """Every settable key (measure.* too) -> its declared type."""
+    return {name: key.type for name, key in declared_keys().items()}
 
 
 def _plain(tp) -> tuple[object, bool]:
@@ -93,7 +82,7 @@ def problems(args: list[str], groups: set[str]) -> list[str]:
     from hydra.errors import HydraException
 
     declared = _declarations()
-    keys = sorted(k for k in declared if k not in HIDDEN_FROM_CHOICES)
+    keys = sorted(name for name, key in declared_keys().items() if not key.hidden)
     parser, out, inductor = OverridesParser.create(), [], {}
     for arg in args:
         if arg.startswith("-") or "=" not in arg:

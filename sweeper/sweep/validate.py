@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from sweeper.models import UnknownModelError, check_model_name
 
-FAULTS = (None, "crash", "hang", "raise", "stall_mid_compile", "oom_when_packed")
-
 
 class SweepConfigError(ValueError):
     """One or more jobs of the sweep cannot run as configured."""
@@ -19,16 +17,17 @@ def undeclared_keys(cfg: dict) -> list[str]:
     """A problem for every key the job config does not declare (sweeper/sweep/config.py),
     with the closest declared keys: Hydra itself suggests `+key=value` for an unknown key,
     and that would otherwise run the sweep with the key ignored."""
-    from dataclasses import fields
+    from sweeper.sweep.config import declared_keys, group_keys
 
-    from sweeper.sweep.config import JobConfig, MeasureConfig
-
-    declared = sorted(f.name for f in fields(JobConfig))
-    problems = [_undeclared(key, declared) for key in cfg if key != "hydra" and key not in declared]
-    if isinstance(cfg.get("measure"), dict):
-        measure = sorted(f"measure.{f.name}" for f in fields(MeasureConfig))
-        problems += [_undeclared(f"measure.{key}", measure) for key in cfg["measure"]
-                     if f"measure.{key}" not in measure]
+    keys = declared_keys()
+    shown = sorted(k for k, d in keys.items() if not d.hidden)
+    top = {k.split(".")[0] for k in keys}
+    problems = [_undeclared(key, sorted({k.split(".")[0] for k in shown})) for key in cfg
+                if key != "hydra" and key not in top]
+    for group in sorted(group_keys()):
+        if isinstance(cfg.get(group), dict):
+            problems += [_undeclared(f"{group}.{key}", [k for k in shown if k.startswith(group + ".")])
+                         for key in cfg[group] if f"{group}.{key}" not in keys]
     return problems
 
 
@@ -50,34 +49,56 @@ def check_declared_keys(cfg: dict) -> None:
 
 def setting_problem(key: str, value) -> str | None:
     """What is wrong with one key's value beyond its type (a model timm lacks, a batch of 0,
-    a negative time-out), None if nothing: checked on the command line's values before
-    Hydra composes anything (sweeper/sweep/overrides.py), and on each composed job."""
+    a negative time-out, a fault no test injects), None if nothing: the model is looked up
+    in timm, the rest is read from the key's declaration (sweeper/sweep/config.py: its
+    least value, its choices). Checked on the command line's values before Hydra composes
+    anything (sweeper/sweep/overrides.py), and on each composed job."""
+    import typing
+
+    from sweeper.sweep.config import declared_keys
+
     if key == "model":
         try:
             check_model_name(str(value))
         except UnknownModelError as e:
             return str(e)
-    elif key in ("batch_size", "image_size"):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
-            return f"{key}={value}: must be a positive integer (or left unset for the default)"
-    elif key == "timeout_s":
-        if value is not None and not isinstance(value, bool) and isinstance(value, (int, float)) and value < 0:
-            return f"timeout_s={value}: must be 0 (no limit) or a positive number of seconds"
-    elif key.startswith("measure."):
-        if isinstance(value, int) and not isinstance(value, bool) and value <= 0:
-            return f"{key}={value}: must be a positive integer"
-        if isinstance(value, float) and value < 0:  # a span or a budget share: 0 turns it off
+        return None
+    declared = declared_keys().get(key)
+    if declared is None or value is None:
+        return None
+    if declared.choices is not None and value not in declared.choices:
+        return f"{key}={value}: one of {', '.join(map(str, declared.choices))}" + (" (tests only)" if declared.hidden else "")
+    if declared.minimum is not None:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if declared.minimum >= 1 and not (number and isinstance(value, int) and value >= declared.minimum):
+            unset = " (or left unset for the default)" if type(None) in typing.get_args(declared.type) else ""
+            return f"{key}={value}: must be a positive integer{unset}"
+        if number and value < declared.minimum:  # a span, a share, a time limit: 0 turns it off
             return f"{key}={value}: must be 0 or more"
-    elif key == "debug_fault" and value not in FAULTS:
-        return f"debug_fault={value}: one of crash, hang, raise, stall_mid_compile, oom_when_packed (tests only)"
     return None
+
+
+def _declared_values(cfg: dict) -> list[tuple[str, object]]:
+    """(dotted key, value) of every declared key `cfg` sets."""
+    from sweeper.sweep.config import declared_keys
+
+    out: list[tuple[str, object]] = []
+    for key in declared_keys():
+        node: object = cfg
+        found = True
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                found = False
+                break
+            node = node[part]
+        if found:
+            out.append((key, node))
+    return out
 
 
 def job_problems(cfg: dict) -> list[str]:
     problems = undeclared_keys(cfg)
-    settings = [(key, cfg.get(key)) for key in ("model", "batch_size", "image_size", "timeout_s", "debug_fault")]
-    settings += [(f"measure.{key}", value) for key, value in (cfg.get("measure") or {}).items()]
-    problems += [p for key, value in settings if (p := setting_problem(key, value))]
+    problems += [p for key, value in _declared_values(cfg) if (p := setting_problem(key, value))]
     if cfg.get("inductor"):
         from sweeper import inductor_options
 
