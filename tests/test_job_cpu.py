@@ -190,21 +190,30 @@ def test_sweep_expands_and_skips_what_cannot_run(tmp_path):
 
 def test_unknown_model_fails_with_closest_names(tmp_path):
     # on the command line: refused before Hydra composes any job
-    proc = sweep(tmp_path / "cli", "model=resnet_18", "hydra/launcher=basic", timeout=300)
+    proc = sweep(tmp_path / "cli", "model=resnet_18", timeout=300)
     assert proc.returncode == 2 and "unknown model 'resnet_18'" in proc.stderr and "resnet18" in proc.stderr
     assert not (tmp_path / "cli").exists()
-    # from a config file the command line does not show: through Hydra's basic launcher, jobs
-    # one after another, each checked alone, recorded failed with the closest names
+    # from a config file the command line does not show: the launcher's check of every
+    # composed job refuses the sweep before any job starts, naming the job and the closest names
     (tmp_path / "conf" / "case").mkdir(parents=True)
     (tmp_path / "conf" / "case" / "typo.yaml").write_text("# @package _global_\nmodel: resnet_18\n")
-    proc = sweep(tmp_path, "+case=typo", f"hydra.searchpath=[file://{tmp_path / 'conf'}]", "hydra/launcher=basic",
-                 timeout=300)
-    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
-    rec = read_record(tmp_path / "0")
-    assert rec["status"] == "failed"
-    assert "unknown model 'resnet_18'" in rec["reason"] and "resnet18" in rec["reason"]
-    assert "1 of 1 jobs did not finish" in proc.stdout
-    assert json.loads((tmp_path / "summary.json").read_text())["counts"]["failed"] == 1
+    proc = sweep(tmp_path / "file", "+case=typo", f"hydra.searchpath=[file://{tmp_path / 'conf'}]", timeout=300)
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "job #0 (+case=typo" in proc.stderr and "unknown model 'resnet_18'" in proc.stderr
+    assert "resnet18" in proc.stderr and "no job was run" in proc.stderr
+    assert not (tmp_path / "file").exists()
+
+
+def test_jobs_run_through_sweepers_launcher_only(tmp_path):
+    """Hydra's basic launcher (or hydra.mode=RUN) would call the task function job by job,
+    with none of the sweep's lifecycle (resume, order, stores, records): refused, exit 2,
+    before any folder is made."""
+    for args, says in ((["hydra/launcher=basic"], "hydra/launcher: hydra._internal.core_plugins.basic_launcher"),
+                       (["hydra.mode=RUN", f"hydra.run.dir={tmp_path / 'run'}"], "hydra.mode=RUN runs one job")):
+        proc = sweep(tmp_path / "sweep", "model=test_resnet", *args, timeout=300)
+        assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert says in proc.stderr and "no job was run" in proc.stderr and "Traceback" not in proc.stderr
+        assert not (tmp_path / "sweep").exists() and not (tmp_path / "run").exists()
 
 
 def test_job_past_its_time_limit_is_killed_and_recorded(tmp_path):
@@ -290,6 +299,7 @@ def test_a_job_whose_folder_is_removed_under_it_says_so_and_keeps_its_log(tmp_pa
     import shutil
     import threading
 
+    from sweeper.job_spec import JobSpec
     from sweeper.sweep.job_process import run_job_process
 
     job_dir = tmp_path / "scratch" / "0"
@@ -302,7 +312,7 @@ def test_a_job_whose_folder_is_removed_under_it_says_so_and_keeps_its_log(tmp_pa
 
     remover = threading.Thread(target=remove_once_started)
     remover.start()
-    record = run_job_process({"job_id": "0", "config": {"model": "test_resnet"}}, job_dir, timeout_s=120)
+    record = run_job_process(JobSpec("0", (), {"model": "test_resnet"}), job_dir, timeout_s=120)
     remover.join()
     assert record["status"] == "failed"
     assert f"its folder {job_dir} was removed or replaced while the job ran" in record["reason"], record["reason"]

@@ -152,26 +152,30 @@ def test_nothing_secret_is_written_and_generated_code_stays_in_the_job_cache(fou
 
 @pytest.mark.slow
 def test_crash_and_hang_are_isolated(tmp_path):
-    # one CPU a job: the three run side by side, so the sweep lasts about the hang's time limit
-    args = ["model=test_resnet", "debug_fault=crash,hang,null", "timeout_s=60", *TINY, "hydra.launcher.num_cpus_per_job=1"]
+    # one CPU a job: they run side by side, so the sweep lasts about the hang's time limit
+    args = ["model=test_resnet", "debug_fault=crash,hang,raise,null", "timeout_s=60", *TINY,
+            "hydra.launcher.num_cpus_per_job=1"]
     proc = sweep(tmp_path, *args)
     assert proc.returncode == 1
     by_fault = {read_record(j["dir"])["config"]["debug_fault"]: j for j in summary(tmp_path)["jobs"]}
-    crash, hang, ok = by_fault["crash"], by_fault["hang"], by_fault[None]
+    crash, hang, raised, ok = by_fault["crash"], by_fault["hang"], by_fault["raise"], by_fault[None]
     assert crash["status"] == "failed" and "killed by signal 11" in crash["reason"]
+    # an exception in the job: recorded by the job itself, with its phase
+    assert raised["status"] == "failed" and "injected fault (debug_fault=raise)" in raised["reason"]
+    assert read_record(raised["dir"])["phase"] == "setup"
     assert hang["status"] == "failed" and "timed out after 60 s" in hang["reason"]
     assert ok["status"] == "ok"
     assert "injecting fault 'crash'" in read_record(crash["dir"])["log_tail"]
     # the launcher wrote these records; they name the phase the job had reached, from its log
     assert read_record(crash["dir"])["phase"] == read_record(hang["dir"])["phase"] == "setup"
     # the closing report names the failed jobs, their logs, and how to re-run
-    assert "2 of 3 jobs did not finish" in proc.stdout
+    assert "3 of 4 jobs did not finish" in proc.stdout
     assert crash["log"] in proc.stdout and "hydra.sweep.dir=" in proc.stdout
     # resume: the ok job is kept, the failed ones run again. The time limit is how a job is
     # run, not which job it is (sweeper/identity.py): a shorter one resumes the same sweep,
     # and the hang, the only job that waits it out, ends 40 s sooner
     again = sweep(tmp_path, *[a for a in args if not a.startswith("timeout_s=")], "timeout_s=20")
-    assert "3/3 done (1 from an earlier run)" in again.stdout, again.stdout[-3000:]
+    assert "4/4 done (1 from an earlier run)" in again.stdout, again.stdout[-3000:]
 
 
 @pytest.mark.slow
