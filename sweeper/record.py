@@ -13,6 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, TypedDict
 
+from sweeper.job_spec import JobSpec
+
 # 2: busy_pct is the union of kernel intervals over the *unprofiled* wall time; the
 #    profiled span's figure moved to busy_pct_profiled_span; timings.steady_loop and
 #    timings.nvml. Version 1
@@ -87,6 +89,8 @@ class JobInfo(TypedDict, total=False):
     process_s: float
     host: str
     ray_node_id: str
+    gpu_ids: list[str] | None
+    rerun_alone: str  # why a packed job ran again alone on its GPU
 
 
 class Record(TypedDict, total=False):
@@ -124,7 +128,7 @@ def compiled_warm(timings: dict) -> bool:
     return bool((timings.get("compile_cache") or {}).get("fxgraph_hits"))
 
 
-def new_record(spec: dict, job_dir: str | Path) -> Record:
+def new_record(spec: JobSpec, job_dir: str | Path) -> Record:
     """The skeleton every result record starts from (status failed until proven ok)."""
     from sweeper import __version__
 
@@ -135,12 +139,12 @@ def new_record(spec: dict, job_dir: str | Path) -> Record:
         "reason": None,
         "phase": "start",
         "job": {
-            "id": spec.get("job_id"),
+            "id": spec.job_id,
             "dir": str(job_dir),
-            "overrides": spec.get("overrides", []),
+            "overrides": list(spec.overrides),
             "sweeper_version": __version__,
         },
-        "config": dict(spec["config"]),
+        "config": dict(spec.config),
         "environment": None,
         "timings": {"phase_s": {}},
         "step": None,
@@ -161,7 +165,7 @@ def _atomic_write(path: str | Path, data: str | bytes, mode: str, file_mode: int
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
+        with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
@@ -225,7 +229,7 @@ def upgrade(record: Any) -> Any:
             continue
         span_pct, span_ms, runs = b.get("busy_pct"), b.get("span_ms"), b.get("runs")
         b["busy_pct_profiled_span"] = span_pct
-        b["busy_ms"] = span_pct / 100 * span_ms / runs if None not in (span_pct, span_ms) and runs else None
+        b["busy_ms"] = span_pct / 100 * span_ms / runs if span_pct is not None and span_ms is not None and runs else None
         b["busy_wall_ms"] = b.get("wall_ms")
         b.update(busy_figures(b["busy_ms"], b["busy_wall_ms"]))
     record["schema_version"] = SCHEMA_VERSION

@@ -18,7 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from sweeper.record import cache_env, new_record, write_record
+from sweeper.job_spec import JobSpec
+from sweeper.record import Record, cache_env, new_record, write_record
 from tasks import gpu_lease, phases, phases_profile
 from tasks.gc_watch import GcWatch
 from tasks.host_load import HostLoad
@@ -79,7 +80,7 @@ class PhaseClock:
     every minute after (SWEEPER_HEARTBEAT_S sets the first interval), so that no phase of
     more than ten seconds looks hung (a compile says how many choices it autotuned)."""
 
-    def __init__(self, record: dict, gc_watch: GcWatch, host: HostLoad, lease=None) -> None:
+    def __init__(self, record: Record, gc_watch: GcWatch, host: HostLoad, lease=None) -> None:
         self.record, self.gc_watch, self.host, self.lease = record, gc_watch, host, lease
         self.started = time.time()
         host.enter(record["phase"])
@@ -113,19 +114,18 @@ class PhaseClock:
                 next_at += first if next_at < 60 else 60.0
 
 
-def run(spec: dict, job_dir: Path) -> dict:
-    cfg = spec["config"]
+def run(spec: JobSpec, job_dir: Path) -> Record:
+    cfg = spec.config
     started = time.time()
     record = new_record(spec, job_dir)
     record["job"]["started_at"] = _now()
     if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):  # set by prepare_process(): the job's caches
         record["artifacts"]["cache"] = str(Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]).parent)
-    lease = gpu_lease.from_spec(spec.get("gpu_lease"), spec.get("job_id", "?"))
+    lease = gpu_lease.from_spec(spec.gpu_lease, spec.job_id)
     gc_watch, host = GcWatch().install(), HostLoad()
     clock = PhaseClock(record, gc_watch, host, lease)
-    ctx = JobContext(cfg, job_dir, record, autotune_seed=spec.get("autotune_seed"),
-                     compile_seed=spec.get("compile_seed"), earlier_attempts=spec.get("earlier_attempts"),
-                     autotune_gpus=int(spec.get("autotune_gpus") or 1), lease=lease)
+    ctx = JobContext(cfg, job_dir, record, autotune_seed=spec.autotune_seed, compile_seed=spec.compile_seed,
+                     earlier_attempts=spec.earlier_attempts, autotune_gpus=int(spec.autotune_gpus or 1), lease=lease)
     try:
         for phase in PHASES:
             if phase.when(ctx):
@@ -179,9 +179,10 @@ def _keep_partial_entries(ctx: JobContext) -> None:
     in its folder (partial) for the store, and its record says how much."""
     store = ctx.timings.get("autotune_store")
     if store is not None and "partial" not in store:  # the warm-up's final write did not happen
-        counts = ctx.checkpoint.write(force=True) or {}
-        store.update(counts, partial=True)
-    ctx.checkpoint.stop()
+        counts = ctx.checkpoint.write(force=True) if ctx.checkpoint is not None else None
+        store.update(counts or {}, partial=True)
+    if ctx.checkpoint is not None:
+        ctx.checkpoint.stop()
 
 
 def main(argv: list[str]) -> int:
@@ -189,8 +190,8 @@ def main(argv: list[str]) -> int:
         print("usage: python -m tasks.job <job_dir>", file=sys.stderr)
         return 2
     job_dir = Path(argv[1]).resolve()
-    spec = json.loads((job_dir / "job.json").read_text())
-    prepare_process(spec["config"], job_dir)
+    spec = JobSpec.from_json(json.loads((job_dir / "job.json").read_text()))
+    prepare_process(spec.config, job_dir)
     record = run(spec, job_dir)
     write_record(job_dir, record)
     say(f"status {record['status']}")

@@ -90,6 +90,7 @@ def timing_round(run: ModuleRun, device: str, measure: dict) -> tuple[float, flo
     Measured the harness's way (a wait after every call), so that the reference-style busy
     figure compares with `-p`. Each round comes with a reading of the host's launch speed,
     so that rounds and jobs that read slow can be told apart from a slow module."""
+    assert run.call is not None, "a module is timed only once it has a call"
     t0 = time.perf_counter()
     result = probed_round(run.call, device, measure["module_calls_per_round"])
     run.entry["seconds"] += time.perf_counter() - t0
@@ -100,6 +101,7 @@ def finish_timing(run: ModuleRun, rounds: list[tuple[float, float]], device: str
     """The module's wall time from its rounds (median, trimmed mean and spread, because
     every percentage of the reference harness is relative to this one number, see
     breakdown.py), then the pipelined time (calls back to back, as in a training loop)."""
+    assert run.call is not None, "a module is timed only once it has a call"
     t0 = time.perf_counter()
     entry = run.entry
     entry["wall_ms"] = spread([wall for wall, _ in rounds])

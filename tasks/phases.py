@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from sweeper.analysis.breakdown import spread
 from sweeper.record import PHASE_MARK, Record, compiled_warm
@@ -24,6 +24,9 @@ from sweeper.stores import autotune_store, compile_store
 from tasks import cpu_libraries, job_stores
 from tasks import inductor_internals as inductor
 from tasks.modules_profile import ModuleRun
+
+if TYPE_CHECKING:  # for the annotation only: the phases import it where a job tunes
+    from tasks.autotune_checkpoint import AutotuneCheckpoint
 
 
 class Skip(Exception):
@@ -71,7 +74,7 @@ class JobContext:
     autotune_seed: dict | None = None  # the driver's store entries for this job (sweeper/stores/autotune_store.py)
     compile_seed: dict | None = None  # an earlier run's compile of this job, from the driver (sweeper/stores/compile_store.py)
     earlier_attempts: list | None = None  # what stopped runs of this job gave the store, oldest first (the launcher's)
-    checkpoint: object = None  # tasks.autotune_checkpoint.AutotuneCheckpoint while an autotune=on job compiles
+    checkpoint: AutotuneCheckpoint | None = None  # while an autotune=on job compiles
     autotune_gpus: int = 1  # GPUs the launcher gave the job: the spare ones are for its autotune benchmarking
     lease: object = None  # tasks.gpu_lease.GpuLease: held for whatever the job times on its GPU
     microbench_ready: dict | None = None  # kernel name -> tasks.kernel_bench.Prepared, between the two microbench phases

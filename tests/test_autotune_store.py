@@ -182,6 +182,7 @@ def test_each_stopped_run_of_a_job_is_listed_and_its_log_kept(tmp_path):
     """Three sittings of one job: the records' chain (sweeper/stores/exchange.earlier_attempts)
     and the logs moved aside (control.keep_earlier_log), as the launcher does on resume."""
     from sweeper.sweep.control import Job, keep_earlier_log
+    from sweeper.job_spec import JobSpec
     from sweeper.sweep.job_process import failed_record
     from sweeper.stores.exchange import earlier_attempts
 
@@ -213,6 +214,6 @@ def test_each_stopped_run_of_a_job_is_listed_and_its_log_kept(tmp_path):
     assert earlier_attempts({**config, "autotune": False}, stopped(5.0, 75, 0)) is None
     # a run stopped before its first partial write: the launcher's record still lists the runs before it
     job.job_dir.joinpath("job.log").write_text("sitting 3, stopped while tracing")
-    record = failed_record({"config": config, "overrides": job.overrides, "earlier_attempts": second}, job.job_dir,
+    record = failed_record(JobSpec("0", tuple(job.overrides), config, earlier_attempts=second), job.job_dir,
                            "cancelled (Ctrl-C or SIGTERM) before it finished", 12.0, status="cancelled")
     assert earlier_attempts(config, record) == second

@@ -1,6 +1,7 @@
 """The compile store (sweeper/stores/compile_store.py): a later run of the same job loads what the
 first compiled, through the driver and the embedded Ray, with real torch.compile on the CPU."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from sweeper.job_spec import JobSpec
 from sweeper.record import new_record, read_record
 from sweeper.reporting.tables import compile_state, cpp_builds
 from sweeper.stores import exchange
@@ -180,7 +182,7 @@ def test_a_cpu_jobs_kernel_libraries_travel_with_its_blob_and_load_only_on_the_h
     seed = cs.load(store, "2.11.0+test", cfg)
     assert seed["libs"] == libs
     (tmp_path / "job").mkdir(), (tmp_path / "job2").mkdir()
-    placed = cs.place_seed({"config": cfg, "compile_seed": seed}, tmp_path / "job")["compile_seed"]
+    placed = cs.place_seed(JobSpec("0", (), cfg, compile_seed=seed), tmp_path / "job").compile_seed
     assert placed["libs_file"] == cs.SEED_LIBS and "libs" not in placed
 
     got = job_stores.seed_compile(placed, tmp_path / "job", tmp_path / "cache", "2.11.0+test")
@@ -189,7 +191,7 @@ def test_a_cpu_jobs_kernel_libraries_travel_with_its_blob_and_load_only_on_the_h
     assert got["bytes"] == 4 + len(libs)
 
     other = {**placed, "meta": {**placed["meta"], "cpu_libs": {"id": "0" * 16, "cpu": "another CPU", "compiler": "g++ 9"}}}
-    cs.place_seed({"config": cfg, "compile_seed": seed}, tmp_path / "job2")
+    cs.place_seed(JobSpec("0", (), cfg, compile_seed=seed), tmp_path / "job2")
     got = job_stores.seed_compile(other, tmp_path / "job2", tmp_path / "cache2", "2.11.0+test")
     assert "cpu_libraries" not in got and not (tmp_path / "cache2").exists()
     assert f"built on another host (another CPU; g++ 9), this one is {here['cpu']}" in got["notes"][-1]
@@ -200,13 +202,14 @@ def test_a_cpu_jobs_kernel_libraries_travel_with_its_blob_and_load_only_on_the_h
 
 
 def test_the_seed_travels_beside_job_json_not_in_it(tmp_path):
-    spec = {"config": job_config(), "compile_seed": {"store": "s", "torch": "t", "data": b"\x00blob", "meta": {}}}
+    spec = JobSpec("0", (), job_config(), compile_seed={"store": "s", "torch": "t", "data": b"\x00blob", "meta": {}})
     placed = cs.place_seed(spec, tmp_path)
     assert (tmp_path / cs.SEED).read_bytes() == b"\x00blob"
-    assert "data" not in placed["compile_seed"] and placed["compile_seed"]["file"] == cs.SEED
-    json.dumps(placed)  # what job.json gets
-    nothing = cs.place_seed({**spec, "compile_seed": {**spec["compile_seed"], "data": None}}, tmp_path)
-    assert nothing["compile_seed"]["file"] is None and not (tmp_path / cs.SEED).exists()
+    assert "data" not in placed.compile_seed and placed.compile_seed["file"] == cs.SEED
+    assert spec.compile_seed["data"] == b"\x00blob"  # a new spec: the driver's is as it was (a retry places it again)
+    assert JobSpec.from_json(json.loads(json.dumps(placed.to_json()))) == placed  # what job.json gets, read back
+    nothing = cs.place_seed(dataclasses.replace(spec, compile_seed={**spec.compile_seed, "data": None}), tmp_path)
+    assert nothing.compile_seed["file"] is None and not (tmp_path / cs.SEED).exists()
 
 
 def test_a_stored_compile_of_another_torch_or_one_that_does_not_load_costs_a_cold_compile(tmp_path):
@@ -226,7 +229,7 @@ def test_a_stored_compile_of_another_torch_or_one_that_does_not_load_costs_a_col
 def test_a_jobs_compile_that_cannot_be_kept_is_a_note_in_its_record(tmp_path):
     (tmp_path / cs.BLOB).write_bytes(b"blob")
     (tmp_path / cs.META).write_text("{ not json")
-    spec = {"config": job_config(compile_store=str(tmp_path / "store"))}
+    spec = JobSpec("0", (), job_config(compile_store=str(tmp_path / "store")))
     record = exchange.bring_back(spec, tmp_path, {**new_record(spec, tmp_path), "status": "ok"})
     assert "could not be kept" in record["timings"]["compile_store"]["notes"][0]
     assert read_record(tmp_path)["timings"]["compile_store"]["notes"]  # written where the sweep reads it

@@ -9,6 +9,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from sweeper import identity
+from sweeper.job_spec import JobSpec
 from sweeper.record import new_record, write_record
 from sweeper.reporting.tables import job_key
 from sweeper.sweep import estimate
@@ -39,7 +40,7 @@ def readers(tmp_path: Path, overrides: list[str]) -> dict:
     config = composed(*overrides)
     folder = tmp_path / "job"
     folder.mkdir(exist_ok=True)
-    earlier = new_record({"config": composed(*BASE), "overrides": BASE, "job_id": "0"}, folder)
+    earlier = new_record(JobSpec("0", tuple(BASE), composed(*BASE)), folder)
     earlier["status"] = "ok"
     write_record(folder, earlier)
     job = Job(0, list(overrides), OmegaConf.create(config), folder, {"config": config})

@@ -28,12 +28,13 @@ resume; progress; summary); Ray's own mechanics in _ray.py.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from hydra.core.utils import JobReturn, JobStatus, configure_log, setup_globals
 
@@ -41,7 +42,7 @@ from hydra_plugins.sweeper_ray._config import cluster_address, with_defaults
 from hydra_plugins.sweeper_ray._machine import cpu_only, local_gpu_name, local_gpus, local_slots, nvml_gpus
 from hydra_plugins.sweeper_ray._ray import (ResultsNotWritten, collect, init_ray, job_resources, record_without_worker,
                                              run_in_worker, salvage, scratch_key)
-from sweeper.record import write_record
+from sweeper.record import Record, write_record
 from sweeper.stores import exchange
 from sweeper.sweep import packing, pythons
 from sweeper.sweep import summary as sm
@@ -121,7 +122,7 @@ def check_pythons(conf: dict, jobs: list[Job]) -> None:
     """Each job's interpreter (config key `python`) into its spec; every environment named
     is checked here before any job starts, or, on a cluster, on its nodes once joined
     (RaySweep.submit)."""
-    envs = pythons.assign_interpreters([j.spec for j in jobs])
+    envs = pythons.assign_interpreters(jobs)
     if envs and cluster_address(conf):
         print(f"python environments {', '.join(envs)}: checked on the cluster's nodes once joined", flush=True)
     elif envs:
@@ -142,10 +143,10 @@ class RaySweep:
         self.conf, self.jobs, self.sweep_dir = conf, jobs, sweep_dir
         self.command, self.started = sys.argv[1:], time.time()
         self.entries: dict[int, dict] = {}
-        self.records: dict[int, dict] = {}
+        self.records: dict[int, Record] = {}
         self.pending: dict = {}  # Ray object ref -> Job
         self.queue: JobQueue | None = None  # jobs not submitted yet
-        self.remote = None
+        self.remote: Any = None  # Ray's remote function, with this sweep's resources
         self.to_run: list[Job] = []
         self.submitted_at: dict[int, float] = {}
         self.slots = 1
@@ -187,9 +188,9 @@ class RaySweep:
             if record is None:
                 earlier = earlier_record(job)
                 kept_log = keep_earlier_log(job) if earlier and earlier.get("status") != "ok" else None
-                attempts = exchange.earlier_attempts(job.spec["config"], earlier, log=kept_log)
+                attempts = exchange.earlier_attempts(job.spec.config, earlier, log=kept_log)
                 if attempts:  # stopped runs of this job gave the store their partial tuning: the record says so
-                    job.spec["earlier_attempts"] = attempts
+                    job.spec = dataclasses.replace(job.spec, earlier_attempts=attempts)
                 to_run.append(job)
                 continue
             self.entries[job.num] = sm.job_entry(job.num, job.overrides, job.job_dir, record, reused=True)
@@ -212,7 +213,7 @@ class RaySweep:
         log.info(f"Launching {len(to_run)} jobs on Ray ({len(self.jobs) - len(to_run)} kept from an earlier run), "
                  f"{res['num_gpus']:g} GPU and {res['num_cpus']:g} CPU each, up to {self.slots} at a time"
                  + (f"; {self.packing}" if self.packing else ""))
-        envs = pythons.assign_interpreters([j.spec for j in to_run])
+        envs = pythons.assign_interpreters(to_run)
         if envs and cluster_address(conf):  # checked where the jobs will run
             need_triton = bool(total.get("GPU")) and not cpu_only(to_run)
             for line in stop_on_problem(pythons.check, envs, need_triton, True):
@@ -223,9 +224,9 @@ class RaySweep:
         self.gpu_slots = int(total.get("GPU", 0) // res["num_gpus"]) if res["num_gpus"] else None
         gpu_nodes = sum(1 for n in ray.nodes() if n.get("Alive") and n["Resources"].get("GPU", 0) > 0)
         self.lend = bool(conf["lend_spare_gpus"]) and res["num_gpus"] == 1 and gpu_nodes == 1
-        tuned = {shape_group(j.spec["config"]) for j in self.jobs  # kept from an earlier run: their timings are in the store
-                 if j.num in self.records and exchange.shares(j.spec["config"])}
-        self.queue = JobQueue(to_run, config=lambda j: j.spec["config"], num=lambda j: j.num,
+        tuned = {shape_group(j.spec.config) for j in self.jobs  # kept from an earlier run: their timings are in the store
+                 if j.num in self.records and exchange.shares(j.spec.config)}
+        self.queue = JobQueue(to_run, config=lambda j: j.spec.config, num=lambda j: j.num,
                               shares=exchange.shares, tuned=tuned)
         self.fill()
 
@@ -239,7 +240,7 @@ class RaySweep:
         """Submit queued jobs while slots are free (Ray would queue more, but they would
         leave without the store entries of the jobs running now). An autotune=on job may
         take the GPUs no queued job will need (spare_gpus.py)."""
-        while self.queue and len(self.pending) < self.slots and (self.free_gpus() is None or self.free_gpus() >= 1):
+        while self.queue and len(self.pending) < self.slots and ((free := self.free_gpus()) is None or free >= 1):
             job = self.queue.next(force=not self.pending)
             if job is None:  # the rest wait for their group's first autotune=on job
                 return
@@ -249,16 +250,16 @@ class RaySweep:
                 remote, per_gpu = self.remote_fn.options(**{**self.options, "num_gpus": 1}), 1
                 self.gpus_of[job.num] = self.jobs_per_gpu
             if self.lend:
-                gpus = int(gpus_for(bool(job.spec["config"]["autotune"]), self.free_gpus(), len(self.queue),
-                                    1 + sum(1 for j in self.queue if j.spec["config"]["autotune"])))
+                gpus = int(gpus_for(bool(job.spec.config["autotune"]), self.free_gpus() or 0, len(self.queue),
+                                    1 + sum(1 for j in self.queue if j.spec.config["autotune"])))
                 if gpus > 1:  # the job's own GPU and the spare ones, for its autotune benchmarking
-                    spec, remote = {**spec, "autotune_gpus": gpus}, self.remote_fn.options(**{**self.options,
-                                                                                              "num_gpus": gpus})
+                    spec = dataclasses.replace(spec, autotune_gpus=gpus)
+                    remote = self.remote_fn.options(**{**self.options, "num_gpus": gpus})
                 self.gpus_of[job.num] = gpus
             log.info(f"\t#{job.num} : {job.name}" + (f" (with {gpus - 1} spare GPUs for its autotuning)"
                                                      if self.lend and self.gpus_of.get(job.num, 1) > 1 else "")
                      + (" (alone on its GPU: it ran out of GPU memory beside others)" if job.num in self.alone else ""))
-            timeout = job.spec["config"]["timeout_s"] or None
+            timeout = job.spec.config["timeout_s"] or None
             ref = remote.remote(spec, str(self.scratch_root / job.job_dir.name), timeout,
                                 str(self.conf["compile_threads"]), per_gpu, bool(self.conf["pause_while_timing"]))
             self.pending[ref] = job
@@ -286,6 +287,7 @@ class RaySweep:
                     record["job"]["rerun_alone"] = self.alone[job.num]
                     write_record(job.job_dir, record)
                 self.finished(job, record)
+                assert self.queue is not None  # made by submit() before any job ran
                 self.queue.done(job)
                 self.fill()
                 progress.finished(record["status"], took, self.slots)
@@ -326,7 +328,7 @@ class RaySweep:
               "are kept, the others run again.", file=sys.stderr, flush=True)
         raise SystemExit(2)
 
-    def rerun_alone(self, job: Job, record: dict) -> bool:
+    def rerun_alone(self, job: Job, record: Record) -> bool:
         """A job that ran out of GPU memory while it shared its GPU goes back to the front of
         the queue, to run again with the GPU to itself (once); True if so."""
         reason = str(record.get("reason") or "")
@@ -336,10 +338,11 @@ class RaySweep:
         self.alone[job.num] = f"ran out of GPU memory beside other jobs, then ran alone: {reason[:200]}"
         keep_earlier_log(job)  # job.attempt<N>.log: the run that ran out
         log.info(f"#{job.num} ran out of GPU memory beside other jobs: it runs again alone on its GPU")
+        assert self.queue is not None
         self.queue.put_back(job)
         return True
 
-    def finished(self, job: Job, record: dict) -> None:
+    def finished(self, job: Job, record: Record) -> None:
         self.records[job.num] = record
         self.entries[job.num] = sm.job_entry(job.num, job.overrides, job.job_dir, record)
 
@@ -359,7 +362,7 @@ class RaySweep:
         running = {job.job_dir: self.scratch_root / job.job_dir.name for job in self.pending.values()}
         try:  # the stopped jobs' logs, and what the autotune jobs had tuned so far, for the store
             kept = salvage(running) if running else 0
-            if any(exchange.shares(job.spec["config"]) for job in self.pending.values()):
+            if any(exchange.shares(job.spec.config) for job in self.pending.values()):
                 print(f"[sweep] autotune entries of {kept} stopped jobs brought back for the store", flush=True)
         except Exception as e:  # noqa: BLE001 - the finished results and the summary come first
             print(f"[sweep] what the stopped jobs left on their nodes could not be brought back: {type(e).__name__}: {e}",

@@ -9,7 +9,7 @@ from sweeper.sweep.machine import nvml_gpus
 
 
 def cpu_only(jobs: list[Job]) -> bool:
-    return all(j.spec["config"]["device"] == "cpu" for j in jobs)
+    return all(j.spec.config["device"] == "cpu" for j in jobs)
 
 
 def local_gpu_name(jobs: list[Job]) -> str | None:
@@ -32,6 +32,6 @@ def local_gpus(conf: dict, jobs: list[Job]) -> int | None:
     count decides once it has started)."""
     if cluster_address(conf):
         return None
-    if not any(j.spec["config"]["device"] == "cuda" for j in jobs):
+    if not any(j.spec.config["device"] == "cuda" for j in jobs):
         return None
     return nvml_gpus()[0]

@@ -4,6 +4,7 @@ driver's sweep folder whatever happened to the worker."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -17,7 +18,8 @@ from pathlib import Path
 from hydra_plugins.sweeper_ray._address import check_ray_address
 from hydra_plugins.sweeper_ray._config import cluster_address, with_defaults
 from hydra_plugins.sweeper_ray._reaper import watch_embedded_ray
-from sweeper.record import atomic_write_bytes, relocate, write_record
+from sweeper.job_spec import JobSpec
+from sweeper.record import Record, atomic_write_bytes, relocate, write_record
 from sweeper.sweep.control import Job
 from sweeper.sweep.job_process import failed_record
 from sweeper.sweep.validate import SweepConfigError, stop_on_problem
@@ -120,7 +122,7 @@ def _loopback_only() -> None:
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     constants = sys.modules.get("ray._private.ray_constants")
     if constants is not None:  # ray was imported before this (e.g. in a test): its copy too
-        constants.ENABLE_RAY_CLUSTER = False
+        setattr(constants, "ENABLE_RAY_CLUSTER", False)
 
 
 def job_resources(conf: dict, jobs_per_gpu: int = 1) -> dict:
@@ -170,7 +172,7 @@ def compile_threads_share(jobs_per_gpu: int = 1) -> int:
 def cpu_siblings(cpus: list[int]) -> dict[int, tuple[int, ...]]:
     """Each logical CPU's hyperthread siblings (its physical core), from sysfs; a CPU alone
     where sysfs does not say."""
-    out = {}
+    out: dict[int, tuple[int, ...]] = {}
     for cpu in cpus:
         try:
             text = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list").read_text().strip()
@@ -228,7 +230,7 @@ def set_compile_threads(setting: str, lease: dict | None) -> None:
     os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = str(threads)  # a fresh worker per job
 
 
-def run_in_worker(spec: dict, scratch_job_dir: str, timeout_s: float | None,
+def run_in_worker(spec: JobSpec, scratch_job_dir: str, timeout_s: float | None,
                   compile_threads: str = "all", jobs_per_gpu: int = 1, pause_while_timing: bool = False) -> dict:
     """Runs on a Ray worker: the job in a child process, then its folder as a bundle."""
     import socket
@@ -237,7 +239,7 @@ def run_in_worker(spec: dict, scratch_job_dir: str, timeout_s: float | None,
 
     lease = gpu_lease(jobs_per_gpu, pause_while_timing)
     if lease is not None:
-        spec = {**spec, "gpu_lease": lease}
+        spec = dataclasses.replace(spec, gpu_lease=lease)
     set_compile_threads(compile_threads, lease)
 
     job_dir = Path(scratch_job_dir)
@@ -245,7 +247,7 @@ def run_in_worker(spec: dict, scratch_job_dir: str, timeout_s: float | None,
         for p in job_dir.iterdir():
             if p.name != "cache":
                 shutil.rmtree(p) if p.is_dir() else p.unlink()
-    record = run_job_process(spec, job_dir, timeout_s, progress_printer(spec.get("job_id")))
+    record = run_job_process(spec, job_dir, timeout_s, progress_printer(spec.job_id))
     import ray
 
     bundle = pack(job_dir)
@@ -309,7 +311,7 @@ def unpack(bundle: bytes, dest: Path) -> None:
         tar.extractall(dest, filter="data")
 
 
-def collect(ref, job: Job, duration: float, scratch_job_dir: Path) -> dict:
+def collect(ref, job: Job, duration: float, scratch_job_dir: Path) -> Record:
     """The job's record in the sweep folder, whatever happened to its worker."""
     import ray
 
@@ -383,13 +385,13 @@ def salvage(dirs: dict[Path, Path], timeout_s: float = 30.0) -> int:
             if d not in found or _written_at(left["entries"]) > _written_at(found[d]["entries"]):
                 found[d] = left
     for job_dir, scratch_dir in dirs.items():
-        left = found.get(str(scratch_dir))
-        if left:
+        kept = found.get(str(scratch_dir))
+        if kept:
             job_dir.mkdir(parents=True, exist_ok=True)
-            if left["log"] is not None:
-                (job_dir / "job.log").write_bytes(left["log"])
-            if left["entries"] is not None:
-                atomic_write_bytes(job_dir / ENTRIES_FILE, left["entries"])
+            if kept["log"] is not None:
+                (job_dir / "job.log").write_bytes(kept["log"])
+            if kept["entries"] is not None:
+                atomic_write_bytes(job_dir / ENTRIES_FILE, kept["entries"])
     return sum(1 for left in found.values() if left["entries"] is not None)
 
 
@@ -403,7 +405,7 @@ def _written_at(data: bytes | None) -> float:
 
 
 def record_without_worker(job: Job, reason: str, duration: float, scratch_job_dir: Path,
-                          status: str = "failed") -> dict:
+                          status: str = "failed") -> Record:
     """The record of a job whose worker never sent its folder back (it died, or the sweep
     was cancelled). Its log stayed in the node's scratch folder: salvage() brings it (and
     its autotune entries) into the sweep folder, or it is copied here where this machine

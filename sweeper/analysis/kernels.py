@@ -30,7 +30,7 @@ def kernel_num_gb(source: str) -> float | None:
 
 def module_of_kernels(record: dict) -> dict[str, str]:
     """kernel name -> label of the compiled module whose breakdown lists it."""
-    out = {}
+    out: dict[str, str] = {}
     for m in record.get("modules") or []:
         for k in (m.get("breakdown") or {}).get("kernels") or []:
             out.setdefault(k["name"], m["label"])
@@ -46,7 +46,8 @@ def select_kernels(record: dict, cover_pct: float = DEFAULT_COVER_PCT,
     if not total:
         return []
     modules = module_of_kernels(record)
-    rows, covered = [], 0.0
+    rows: list[dict] = []
+    covered = 0.0
     for k in sorted(triton, key=lambda k: -k["device_ms"]):
         if covered >= cover_pct or len(rows) >= max_kernels:
             break
@@ -124,7 +125,8 @@ def args_bytes(source: str) -> int | None:
     sig = _SIGNATURE.search(source)
     if sig:
         params = [p.strip().split(":")[0] for p in sig.group(2).split(",")]
-    mutated = set(re.findall(r"'(\w+)'", (_MUTATED.search(source) or [None, ""])[1] if _MUTATED.search(source) else ""))
+    found = _MUTATED.search(source)
+    mutated = set(re.findall(r"'(\w+)'", found[1] or "")) if found else set()
     written = sum(size for name, size in zip(params, sizes) if name in mutated)
     return sum(sizes) + written
 

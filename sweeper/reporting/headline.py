@@ -5,6 +5,7 @@ summary.json, the reporting side into its tables; neither imports the other for 
 from __future__ import annotations
 
 import statistics
+from typing import Any, Mapping
 
 from sweeper.record import Record
 
@@ -22,7 +23,7 @@ def busy_while_measuring(timings: dict) -> float | None:
     return max(values) if values else None
 
 
-def _spreads(record: dict, timings_key: str, module_key: str) -> list[dict]:
+def _spreads(record: Mapping[str, Any], timings_key: str, module_key: str) -> list[dict]:
     """The spread objects (breakdown.spread) a job recorded under timings[timings_key] and
     under each module's module_key, those that are there."""
     found = [(record.get("timings") or {}).get(timings_key)]
@@ -30,7 +31,7 @@ def _spreads(record: dict, timings_key: str, module_key: str) -> list[dict]:
     return [s for s in found if isinstance(s, dict)]
 
 
-def timing_iqr_pct(record: dict) -> float | None:
+def timing_iqr_pct(record: Mapping[str, Any]) -> float | None:
     """How much the job's timed rounds varied: the largest interquartile range, as a
     percentage of the median, over the compiled step's timing and each module's wall time.
     Why: launch-bound figures follow the host's launch speed, which can drift while nothing
@@ -42,7 +43,7 @@ def timing_iqr_pct(record: dict) -> float | None:
     return round(max(values), 1) if values else None
 
 
-def launch_us(record: dict) -> float | None:
+def launch_us(record: Mapping[str, Any]) -> float | None:
     """The host's launch speed while the job measured: the median of its launch-probe
     readings (tasks/timing.launch_probe_us), before the step's timing and before each
     module round, in microseconds per launch. Why: two jobs whose launch-bound figures

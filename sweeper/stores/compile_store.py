@@ -30,6 +30,7 @@ own keys inside the blob check the rest (GPU, Triton, CUDA, the graph), so a blo
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.identity import compile_identity
+from sweeper.job_spec import JobSpec
 from sweeper.record import atomic_write_text
 from sweeper.stores.autotune_store import enabled, torch_folder
 
@@ -86,10 +88,10 @@ def load(store: Path, torch_version: str, config: dict) -> dict:
     return seed
 
 
-def place_seed(spec: dict, job_dir: Path) -> dict:
+def place_seed(spec: JobSpec, job_dir: Path) -> JobSpec:
     """Launcher, on the job's node: the seed's bytes into the job folder (SEED), the spec
     without them (job.json stays small and JSON)."""
-    seed = spec.get("compile_seed")
+    seed = spec.compile_seed
     if not seed:
         return spec
     (job_dir / SEED).unlink(missing_ok=True)
@@ -100,8 +102,8 @@ def place_seed(spec: dict, job_dir: Path) -> dict:
     if data and libs:
         (job_dir / SEED_LIBS).write_bytes(libs)
     described = {k: v for k, v in seed.items() if k not in ("data", "libs")}
-    return {**spec, "compile_seed": {**described, "file": SEED if data else None,
-                                     "libs_file": SEED_LIBS if data and libs else None}}
+    return dataclasses.replace(spec, compile_seed={**described, "file": SEED if data else None,
+                                                   "libs_file": SEED_LIBS if data and libs else None})
 
 
 def absorb(store: Path, job_dir: Path, config: dict) -> int | None:

@@ -10,13 +10,16 @@ driver's machine.
 The job's side (putting the seeds into its caches, leaving its entries) is
 tasks/job_stores.py.
 
-Both launchers call with_seed() before a job starts and bring_back() when its folder is back."""
+The launcher calls with_seed() before a job starts and bring_back() when its folder is back."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Any, Mapping
 
-from sweeper.record import write_record
+from sweeper.job_spec import JobSpec
+from sweeper.record import Record, write_record
 from sweeper.stores import autotune_store, compile_store
 
 
@@ -39,18 +42,20 @@ def _torch_version() -> str:
     return found.group(1) if found else "unknown"
 
 
-def with_seed(spec: dict) -> dict:
+def with_seed(spec: JobSpec) -> JobSpec:
     """The job's spec, with the stores' entries for it: the autotune store's when it
     shares autotuning, the compile store's earlier compile of it when there is one."""
-    config, out = spec["config"], dict(spec)
+    config = spec.config
     if shares(config):
-        out["autotune_seed"] = autotune_store.load(Path(config["autotune_store"]), _torch_version())
+        spec = dataclasses.replace(spec, autotune_seed=autotune_store.load(Path(config["autotune_store"]),
+                                                                          _torch_version()))
     if compile_store.shared_by(config):
-        out["compile_seed"] = compile_store.load(Path(config["compile_store"]), _torch_version(), config)
-    return out
+        spec = dataclasses.replace(spec, compile_seed=compile_store.load(Path(config["compile_store"]),
+                                                                        _torch_version(), config))
+    return spec
 
 
-def earlier_attempts(config: dict, record: dict | None, log: str | None = None) -> list[dict] | None:
+def earlier_attempts(config: dict, record: Mapping[str, Any] | None, log: str | None = None) -> list[dict] | None:
     """What the stopped runs of this job (timed out, killed, cancelled, failed) had tuned
     and given the store, oldest first, from the last one's record (which carries those
     before it), for the job that runs it again; None when there was none, or none gave
@@ -71,10 +76,10 @@ def earlier_attempts(config: dict, record: dict | None, log: str | None = None) 
                       **{k: store[k] for k in keep if k in store}, **({"log": log} if log else {})}]
 
 
-def bring_back(spec: dict, job_dir: Path, record: dict) -> dict:
+def bring_back(spec: JobSpec, job_dir: Path, record: Record) -> Record:
     """The job's new entries into the stores (the record says how many were new there, and
     how many bytes of compile were kept)."""
-    config = spec["config"]
+    config = spec.config
     timings = record.setdefault("timings", {})
     if shares(config):
         try:

@@ -13,13 +13,14 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import IO, Sequence
 
 from hydra.core.utils import filter_overrides
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from sweeper.identity import compile_overrides, identity_overrides
-from sweeper.record import RecordError, read_record
+from sweeper.job_spec import JobSpec
+from sweeper.record import Record, RecordError, read_record
 from sweeper.sweep.validate import check_sweep, stop_on_problem
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,7 @@ class Job:
     overrides: list[str]
     config: DictConfig  # with its hydra node
     job_dir: Path  # in the driver's sweep folder
-    spec: dict
+    spec: JobSpec  # replaced, not changed, as the job goes out (sweeper/job_spec.py)
 
     @property
     def name(self) -> str:
@@ -53,20 +54,22 @@ def make_jobs(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx:
     return jobs
 
 
-def job_spec(num: int, overrides: Sequence[str], cfg: DictConfig) -> dict:
-    """What a job process reads (job.json), built the same way by both launchers."""
-    return {"job_id": str(num), "overrides": list(overrides),
-            "config": OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)}
+def job_spec(num: int, overrides: Sequence[str], cfg: DictConfig) -> JobSpec:
+    """What a job process reads (job.json), from the job's composed config (its hydra node
+    left out)."""
+    config = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    assert isinstance(config, dict)
+    return JobSpec(job_id=str(num), overrides=tuple(overrides), config={str(k): v for k, v in config.items()})
 
 
 def save_hydra_files(job: Job) -> None:
     d = job.job_dir / ".hydra"
     d.mkdir(parents=True, exist_ok=True)
-    OmegaConf.save(OmegaConf.create(job.spec["config"]), d / "config.yaml")
+    OmegaConf.save(OmegaConf.create(job.spec.config), d / "config.yaml")
     OmegaConf.save(OmegaConf.create(job.overrides), d / "overrides.yaml")
 
 
-def reusable(job: Job) -> dict | None:
+def reusable(job: Job) -> Record | None:
     try:
         record = read_record(job.job_dir)
     except RecordError as e:
@@ -79,7 +82,7 @@ def reusable(job: Job) -> dict | None:
     return None
 
 
-def earlier_record(job: Job) -> dict | None:
+def earlier_record(job: Job) -> Record | None:
     """The record a stopped earlier run of this job left in its folder (any status), if it
     was the same compile (sweeper/identity.py: but for how it is measured or run, such as
     its time limit, a fault or the store folders); else None."""
@@ -110,14 +113,14 @@ def dry_run(jobs: list[Job], sweep_dir: Path, gpus: int | None = None) -> bool:
     skipped there, and say so (True); the sweep then runs none."""
     from sweeper.sweep.machine import describe, resolved
 
-    if not (jobs and jobs[0].spec["config"]["dry_run"]):
+    if not (jobs and jobs[0].spec.config["dry_run"]):
         return False
-    skipped = sum(1 for j in jobs if resolved(j.spec["config"], gpus)["skipped"])
+    skipped = sum(1 for j in jobs if resolved(j.spec.config, gpus)["skipped"])
     print(f"dry run: {len(jobs)} jobs into {sweep_dir}" + (f" ({skipped} would be skipped here)" if skipped else "")
           + "; none started")
     for j in jobs:
         print(f"  #{j.num} {' '.join(o for o in j.overrides if not o.startswith('dry_run=')) or '(the defaults)'}")
-        print(f"       {describe(j.spec['config'], gpus)}")
+        print(f"       {describe(j.spec.config, gpus)}")
     return True
 
 
@@ -156,7 +159,7 @@ def grid_size(overrides: Sequence[str]) -> int | None:
     return n
 
 
-_LOCKS: dict[str, object] = {}  # sweep folder -> its open lock file: held while the process lives
+_LOCKS: dict[str, IO] = {}  # sweep folder -> its open lock file: held while the process lives
 _NEW_FOLDERS: dict[str, list[Path]] = {}  # sweep folder -> the folders this process made for it
 _HYDRA_ONLY = {"multirun.yaml", ".sweep.lock"}  # what a sweep folder holds before its first job
 
@@ -231,4 +234,4 @@ def sigterm_as_interrupt() -> None:
 
 def check_jobs(jobs: list[Job], gpus_available: float | None = None) -> None:
     """Stop the sweep with every problem listed, before any job runs (exit code 2)."""
-    stop_on_problem(check_sweep, [(j.num, j.overrides, j.spec["config"]) for j in jobs], gpus_available)
+    stop_on_problem(check_sweep, [(j.num, j.overrides, j.spec.config) for j in jobs], gpus_available)

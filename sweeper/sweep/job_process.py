@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from sweeper.host_pause import LEASE_DIR, Watchdog, safe_name, wanted
+from sweeper.job_spec import JobSpec
 from sweeper.record import PHASE_MARK, Record, RecordError, new_record, read_record, write_record
 from sweeper.stores import autotune_store, compile_store
 
@@ -53,34 +54,35 @@ def last_phase(log_path: Path) -> str | None:
     return phases[-1] if phases else None
 
 
-def failed_record(spec: dict, job_dir: Path, reason: str, duration_s: float, status: str = "failed") -> Record:
+def failed_record(spec: JobSpec, job_dir: Path, reason: str, duration_s: float, status: str = "failed") -> Record:
     """The record of a job that could not write its own (crash, time-out, lost worker)."""
     record = new_record(spec, job_dir)
     tail = log_tail(job_dir / "job.log")
-    record.update(status=status, reason=reason, phase=last_phase(job_dir / "job.log") or "process", log_tail=tail)
+    record["status"], record["reason"], record["log_tail"] = status, reason, tail
+    record["phase"] = last_phase(job_dir / "job.log") or "process"
     record["job"]["duration_s"] = round(duration_s, 3)
     left = autotune_store.left_in(job_dir)
     if left is not None:  # what the job had tuned when it was stopped: the launcher brings it to the store
         if left.get("stopped_in") and left.get("phase_started_at"):
             left["phase_s_at_stop"] = round(time.time() - left.pop("phase_started_at"), 1)
         record["timings"]["autotune_store"] = left
-    if spec.get("earlier_attempts"):  # the runs of this job stopped before this one, as the launcher gave them
-        record["timings"].setdefault("autotune_store", {}).setdefault("earlier_attempts", spec["earlier_attempts"])
+    if spec.earlier_attempts:  # the runs of this job stopped before this one, as the launcher gave them
+        record["timings"].setdefault("autotune_store", {}).setdefault("earlier_attempts", spec.earlier_attempts)
     return record
 
 
 def run_job_process(
-    spec: dict,
+    spec: JobSpec,
     job_dir: Path,
     timeout_s: float | None = None,
     progress: Callable[[str], None] | None = None,
-) -> dict:
+) -> Record:
     """Run `python -m tasks.job job_dir` (under the job's own interpreter when its spec
     names one: config key `python`), relay its phase lines to `progress`, and return its
     result record (written by the job, or here when the process did not write one)."""
     job_dir.mkdir(parents=True, exist_ok=True)
     spec = compile_store.place_seed(spec, job_dir)  # an earlier compile's bytes beside job.json, not in it
-    (job_dir / "job.json").write_text(json.dumps(spec, indent=1, default=str))
+    (job_dir / "job.json").write_text(json.dumps(spec.to_json(), indent=1, default=str))
     stale = job_dir / "result.json"
     if stale.exists():
         stale.unlink()
@@ -92,7 +94,7 @@ def run_job_process(
     with open(log_path, "w+b") as log:  # readable too: _log_if_removed
         # A session of its own, so that a timeout kills the job's compile workers too.
         proc = subprocess.Popen(
-            [spec.get("python_executable") or sys.executable, "-m", "tasks.job", str(job_dir)],
+            [spec.python_executable or sys.executable, "-m", "tasks.job", str(job_dir)],
             stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(_REPO_ROOT),
             start_new_session=True, preexec_fn=_die_with_parent,
         )
@@ -151,10 +153,10 @@ def run_job_process(
     return record
 
 
-def _watchdog(spec: dict, pid: int) -> Watchdog | None:
+def _watchdog(spec: JobSpec, pid: int) -> Watchdog | None:
     """The watch over a packed job's pauses, None for a job that no other job pauses."""
-    lease = spec.get("gpu_lease") or {}
-    if not wanted(lease.get("pause_others"), int(lease.get("jobs_per_gpu") or 1)):
+    lease = spec.gpu_lease or {}
+    if not wanted(bool(lease.get("pause_others")), int(lease.get("jobs_per_gpu") or 1)):
         return None
     return Watchdog(lease.get("dir") or LEASE_DIR, safe_name(lease["key"]), pid)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 
 class Progress:
@@ -20,10 +21,10 @@ class Progress:
         self.eta_at = self.t0 + expected_s if expected_s else None
         self.done = self.failed = 0
         self.durations: list[float] = []
-        self._last = None
+        self._last: tuple[int, int, int] | None = None
         self._last_print = 0.0
         self._console = console
-        self._live = None
+        self._live: Any = None  # rich.live.Live while the live line shows
 
     def start(self) -> None:
         if self._console is None and not sys.stdout.isatty():

@@ -11,6 +11,7 @@ sweep with exit code 2. On a Ray cluster the check runs on every node (check_on_
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -95,15 +96,18 @@ def describe(name: str, info: dict) -> str:
             f"triton {info.get('triton') or 'none'}, timm {info.get('timm')})")
 
 
-def assign_interpreters(specs: list[dict]) -> dict[str, str]:
-    """Each job spec's interpreter (`python_executable`, which job_process runs) from its
-    config's `python`; returns name -> interpreter of every environment the jobs name
-    (SweepConfigError if one is neither a defined name nor a path)."""
-    out = {}
-    for spec in specs:
-        cfg = spec["config"]
-        if cfg.get("python"):
-            spec["python_executable"] = out[str(cfg["python"])] = resolve(cfg["python"], cfg.get("pythons"))
+def assign_interpreters(jobs: list) -> dict[str, str]:
+    """Each job's spec (sweeper/sweep/control.Job) given its interpreter
+    (`python_executable`, which job_process runs) from its config's `python`; returns name
+    -> interpreter of every environment the jobs name (SweepConfigError if one is neither
+    a defined name nor a path)."""
+    out: dict[str, str] = {}
+    for job in jobs:
+        cfg = job.spec.config
+        exe = resolve(cfg.get("python"), cfg.get("pythons"))
+        if exe is not None:
+            out[str(cfg["python"])] = exe
+            job.spec = dataclasses.replace(job.spec, python_executable=exe)
     return out
 
 
@@ -125,7 +129,8 @@ def check_on_nodes(envs: dict[str, str], need_triton: bool) -> tuple[dict[str, d
     refs = {(name, n["NodeID"], n.get("NodeManagerAddress")): remote.options(
         scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(exe)
         for name, exe in envs.items() for n in nodes}
-    infos, problems = {}, []
+    infos: dict[str, dict] = {}
+    problems: list[str] = []
     for (name, _, address), ref in refs.items():
         info = ray.get(ref)
         infos.setdefault(name, info)

@@ -1,0 +1,51 @@
+"""A job's spec: what the driver hands a job process, written as its job.json.
+
+Built once from Hydra's composed config (sweeper/sweep/control.py, job_spec) and extended
+with dataclasses.replace as the job goes out: its interpreter (sweeper/sweep/pythons.py),
+the runs of it that stopped before (the launcher's resume), the stores' entries for it
+(sweeper/stores/exchange.py, then compile_store.place_seed on its node), the spare GPUs
+lent for its autotuning, and its GPU's lease (on the Ray worker). Frozen: a step that adds
+to it makes a new spec, so that nothing one step adds leaks into another job's spec or
+into a retried run's. The job process reads it back with `from_json` (tasks/job.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    job_id: str  # the job's number in its sweep, as text
+    overrides: tuple[str, ...]  # the command line's overrides that made this job
+    config: dict[str, Any]  # the composed config, resolved (sweeper/sweep/config.py: JobConfig)
+    # The interpreter the job runs under (config key `python`); None: the driver's own.
+    python_executable: str | None = None
+    # What the stopped runs of this job had tuned (stores/exchange.earlier_attempts).
+    earlier_attempts: list[dict] | None = None
+    # The autotune store's timings for the job (stores/autotune_store.load).
+    autotune_seed: dict | None = None
+    # An earlier compile of the same job (stores/compile_store.load; its bytes are placed
+    # beside job.json by compile_store.place_seed, and this then names the file).
+    compile_seed: dict | None = None
+    # GPUs the job autotunes on, its own one included (sweeper/sweep/spare_gpus.py); None: 1.
+    autotune_gpus: int | None = None
+    # Its GPU's lease, where the GPU is shared with other jobs (tasks/gpu_lease.py).
+    gpu_lease: dict | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The spec as job.json holds it (fields left unset are left out)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["overrides"] = list(self.overrides)
+        return {k: v for k, v in out.items() if v is not None}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> JobSpec:
+        """A spec from job.json; a key this version does not know is an error, not ignored."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"job.json: unknown key(s) {', '.join(unknown)} (written by another sweeper version?)")
+        return cls(**{**data, "job_id": str(data["job_id"]), "overrides": tuple(data.get("overrides") or ())})
