@@ -262,7 +262,7 @@ def _compare_builds(args, sweep: Path) -> int:
     for cmp in comparisons:
         print(compare_text(cmp, args.top) + "\n")
         flagged += len(cmp.flagged)
-        if args.out:
+        if args.out and cmp.between:  # compare_builds gives each comparison its pair of builds
             for path in write_compare(cmp, args.out / f"{cmp.between[2]}_vs_{cmp.between[1]}"):
                 print(f"wrote {path}")
     return 1 if args.fail_on_regression and flagged else 0

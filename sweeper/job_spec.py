@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sweeper.autotune_info import EarlierAttempt
 
 
 @dataclass(frozen=True)
@@ -24,7 +27,7 @@ class JobSpec:
     # The interpreter the job runs under (config key `python`); None: the driver's own.
     python_executable: str | None = None
     # What the stopped runs of this job had tuned (stores/exchange.earlier_attempts).
-    earlier_attempts: list[dict] | None = None
+    earlier_attempts: list[EarlierAttempt] | None = None
     # The autotune store's timings for the job (stores/autotune_store.load).
     autotune_seed: dict | None = None
     # An earlier compile of the same job (stores/compile_store.load; its bytes are placed

@@ -29,6 +29,7 @@ import re
 import sys
 import tarfile
 import time
+from typing import Any
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -96,7 +97,8 @@ def export(store: Path, out: Path) -> int:
     if not found:
         raise StoreCommandError(f"{store}: the store is empty, nothing to export (run an autotune=on sweep first, "
                                 "or name another store with --store)")
-    files, blobs = [], {}
+    files: list[dict[str, Any]] = []
+    blobs: dict[str, bytes] = {}
     for path in found:
         with st.locked(path.parent, path.stem):  # a sweep writing it now: the whole file or the one before
             data = path.read_bytes()
@@ -122,6 +124,13 @@ def export(store: Path, out: Path) -> int:
     return 0
 
 
+def _member_bytes(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    f = tar.extractfile(member)
+    if f is None:  # not a regular file (a folder, a link): no bytes to read
+        raise tarfile.TarError(f"{member.name} is not a file")
+    return f.read()
+
+
 def read_export(path: Path) -> tuple[dict, dict[str, dict]]:
     """The manifest and every key's document of an export, all checked; StoreCommandError
     naming what is wrong and what to do otherwise."""
@@ -133,14 +142,14 @@ def read_export(path: Path) -> tuple[dict, dict[str, dict]]:
             if MANIFEST not in members:
                 raise StoreCommandError(f"{path}: not a sweeper store export (no {MANIFEST}); "
                                         "make one with `python -m sweeper.store export FILE`")
-            manifest = json.loads(tar.extractfile(members[MANIFEST]).read())
+            manifest = json.loads(_member_bytes(tar, members[MANIFEST]))
             _check_manifest(path, manifest)
             docs = {}
             for entry in manifest["files"]:
                 rel = entry.get("path", "")
                 if not _MEMBER.match(rel) or rel not in members or not members[rel].isfile():
                     raise StoreCommandError(f"{path}: damaged: {rel!r} is listed in its manifest but not held as a key file")
-                data = tar.extractfile(members[rel]).read()
+                data = _member_bytes(tar, members[rel])
                 if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
                     raise StoreCommandError(f"{path}: damaged: {rel} does not match its checksum; export it again")
                 try:

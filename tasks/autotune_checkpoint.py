@@ -17,6 +17,7 @@ import threading
 import time
 from pathlib import Path
 
+from sweeper.autotune_info import AutotuneStoreInfo
 from tasks import job_stores
 from tasks import inductor_internals as inductor
 
@@ -58,7 +59,7 @@ class AutotuneCheckpoint:
         self.write()
         self.phase, self.phase_started_at = name, time.time()
 
-    def write(self, force: bool = False) -> dict | None:
+    def write(self, force: bool = False) -> AutotuneStoreInfo | None:
         """The partial entries, if anything changed since the last write; their counts."""
         with self._lock:
             if self._stop.is_set():

@@ -37,6 +37,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from sweeper.host_pause import LEASE_DIR, Pauser, safe_name, wanted
 
@@ -57,13 +58,15 @@ class GpuLease:
         self.path, self.holder_path = folder / f"{safe}.lock", folder / f"{safe}.holder"
         self.log_path = log_path
         self._cond = threading.Condition()
-        self._depth, self._taking, self._fd, self._held_since, self._what = 0, False, None, 0.0, ""
+        self._depth, self._taking, self._held_since, self._what = 0, False, 0.0, ""
+        self._fd: int | None = None  # the lock file's descriptor while this job holds the lease
         self._phase_hold = False
         self._safe, self._folder = safe, folder
         self.waiting: tuple[float, str] | None = None  # (since, for what) while this job waits
-        self.stats = {"acquired": 0, "waits": 0, "wait_s": 0.0, "longest_wait_s": 0.0, "held_s": 0.0,
-                      "wait_by_phase": {}, "benchmarks": {"acquired": 0, "wait_s": 0.0, "held_s": 0.0},
-                      "yielded": 0}
+        self.stats: dict[str, Any] = {"acquired": 0, "waits": 0, "wait_s": 0.0, "longest_wait_s": 0.0, "held_s": 0.0,
+                                      "wait_by_phase": {}, "benchmarks": {"acquired": 0, "wait_s": 0.0,
+                                                                          "held_s": 0.0},
+                                      "yielded": 0}
         self.spans: list[list] = []  # [start, end, what] of each phase-level hold (absolute seconds)
         # the other jobs of this GPU, paused through this job's `alone` phases (packed jobs only)
         self.pauser = Pauser(folder, safe) if wanted(pause_others, jobs_per_gpu) else None
@@ -172,6 +175,7 @@ class GpuLease:
                 with open(self.log_path, "a") as f:
                     f.write(f"{self.key} {os.getpid()} {self.job_id} {self._held_since:.6f} {end:.6f} {self._what}\n")
             fd, self._fd = self._fd, None
+            assert fd is not None  # held: acquire() set it
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
 

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sweeper.autotune_info import AutotuneStoreInfo
 from sweeper.record import atomic_write_bytes, atomic_write_text
 from sweeper.stores import autotune_store as at
 from sweeper.stores import compile_store as cs
@@ -40,14 +41,14 @@ def _by_coordinate_descent(text: str) -> bool:
 
 
 def seed_autotune(seed: dict, inductor_cache: Path, torch_version: str, system: str | None = None,
-                  coordinate_descent: bool = True) -> dict:
+                  coordinate_descent: bool = True) -> AutotuneStoreInfo:
     """Job: merge the driver's timings into this job's own Inductor cache, and write the
     kernel configs of this job's system (`system`: Inductor's system hash here) where its
     kernels will look for them, before torch compiles anything. Entries of another torch
     version are not used; nor, in a job without coordinate descent, configs that coordinate
     descent found (a cold job of its settings could not pick them)."""
-    out: dict[str, Any] = {"store": seed.get("store"), "seeded_entries": 0, "seeded_ops": 0,
-                           "seeded_kernel_configs": 0, "notes": list(seed.get("notes", []))}
+    out: AutotuneStoreInfo = {"store": seed.get("store"), "seeded_entries": 0, "seeded_ops": 0,
+                              "seeded_kernel_configs": 0, "notes": list(seed.get("notes", []))}
     if seed.get("torch") != torch_version:
         out["notes"].append(f"store entries are for torch {seed.get('torch')}, this job runs {torch_version}: not used")
         return out
@@ -90,7 +91,7 @@ def autotune_documents(inductor_cache: Path, system: str | None) -> dict[str, di
 
 
 def write_autotune_entries(job_dir: Path, inductor_cache: Path, torch_version: str, system: str | None = None,
-                           partial: bool = False, progress: dict | None = None) -> dict:
+                           partial: bool = False, progress: dict | None = None) -> AutotuneStoreInfo:
     """Job: its timings and kernel configs into job_dir/ENTRIES_FILE, for the driver;
     `partial` while the compile goes on, with `progress` (the phase and when it started,
     so that a killed job's record can say how far it got). Returns the counts."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import statistics
 import time
+from typing import Any
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,8 +70,8 @@ class Prepared:
     headroom pass."""
 
     name: str
-    kernel: object
-    fresh: object
+    kernel: Any  # the job's kernel: Inductor's CachingAutotuner, untyped
+    fresh: Any  # its file's module, loaded afresh
     compiled: bool = False
 
     def fresh_kernel(self):
@@ -113,10 +114,10 @@ def prepare(table: dict, kernels_by_name: dict, budget_s: float | None = None,
                    chosen_is_candidate=config_key(kernel.launchers[0].config) in candidates if candidates else None)
     planned_s = ALONE_S_ESTIMATE * len(prepared)  # the alone pass
     for row in table["rows"]:
-        ready = prepared.get(row["name"])
-        if ready is None or not compile_configs or not _wants_headroom(row):
+        chosen = prepared.get(row["name"])
+        if chosen is None or not compile_configs or not _wants_headroom(row):
             continue
-        fresh_kernel = ready.fresh_kernel()
+        fresh_kernel = chosen.fresh_kernel()
         if fresh_kernel is None or not hasattr(fresh_kernel, "precompile"):
             row["headroom_method"] = "not measured: the kernel file does not define the kernel"
             continue
@@ -126,7 +127,7 @@ def prepare(table: dict, kernels_by_name: dict, budget_s: float | None = None,
         try:
             if not fresh_kernel.launchers:  # decorated, not compiled yet: run() would do this lazily
                 fresh_kernel.precompile()
-            ready.compiled = True
+            chosen.compiled = True
             planned_s += timings_s
         except Exception as e:  # noqa: BLE001
             row["headroom_method"] = f"not measured: {_error(e)}"

@@ -231,6 +231,8 @@ def nvml_expected_pct(busy_pct: float | None, launches: float | None, step_ms: f
     a step whose gaps are shorter than that (CUDA graphs), NVML counts them all busy."""
     import math
 
-    if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (busy_pct, launches, step_ms)) or step_ms <= 0:
+    if busy_pct is None or launches is None or step_ms is None:
+        return None
+    if any(math.isnan(v) for v in (busy_pct, launches, step_ms)) or step_ms <= 0:
         return None
     return min(100.0, busy_pct + launches * us_per_launch / 1000.0 / step_ms * 100.0)

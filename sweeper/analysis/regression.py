@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from pathlib import PurePath
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -174,8 +175,8 @@ def verdict(r, threshold_pct: float) -> tuple[str, str]:
 
 
 def compare_jobs(old: pd.DataFrame, new: pd.DataFrame, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
-                 history: dict[str, float] | None = None,
-                 device_history: dict[str, float] | None = None) -> pd.DataFrame:
+                 history: Mapping[str, float | None] | None = None,
+                 device_history: Mapping[str, float | None] | None = None) -> pd.DataFrame:
     """One row per job configuration (`key`) of either sweep: step and device times, their
     changes, the noise each is held against, the verdict and why, and busy and category
     share changes beside them. `history`, `device_history`: key -> the job's history noise

@@ -125,7 +125,7 @@ def launch_bound(jobs: pd.DataFrame) -> list[Finding]:
     for _, r in _ok(jobs).iterrows():
         busy, launches, device = _num(r.get("busy_pct")), _num(r.get("kernel_launches")), _num(r.get("device_ms"))
         step = _num(r.get("compiled_step_ms"))
-        if not _gpu(r) or None in (busy, launches, device, step) or not launches:
+        if not _gpu(r) or busy is None or launches is None or device is None or step is None or not launches:
             continue
         mean_us = device * 1000 / launches
         if not (busy < LAUNCH_BUSY_PCT and launches >= LAUNCH_MIN_KERNELS and mean_us < LAUNCH_MEAN_US):
@@ -205,7 +205,7 @@ def autotune(jobs: pd.DataFrame, kernels: pd.DataFrame) -> list[Finding]:
             text += (f" Without it, libraries (cuDNN, cuBLAS) hold {lib:.0f}% of the GPU time and Triton "
                      f"{triton:.0f}%;")
         mine = step[step["job"] == on["job"]]
-        kinds = {}
+        kinds: dict[str, list[float]] = {}
         for _, k in mine.iterrows():
             kind = _op_kind(str(k["kernel"]))
             if kind:
@@ -235,7 +235,7 @@ def autotune(jobs: pd.DataFrame, kernels: pd.DataFrame) -> list[Finding]:
 
 
 def memory_bound(bench: pd.DataFrame) -> list[Finding]:
-    out = []
+    out: list[Finding] = []
     if bench.empty:
         return out
     rows = bench.dropna(subset=["pct_of_peak_bandwidth", "step_ms"])
@@ -267,7 +267,7 @@ def memory_bound(bench: pd.DataFrame) -> list[Finding]:
 
 def across_runs(jobs: pd.DataFrame) -> list[Finding]:
     ok = _ok(jobs)
-    out = []
+    out: list[Finding] = []
     if len(ok) < 2:
         return out
     for cat, name in CATEGORIES.items():
@@ -332,7 +332,7 @@ def fold_twins(found: list[Finding], jobs: pd.DataFrame) -> list[Finding]:
     by = {(f.rule, f.scope): f for f in found}
     out = []
     for f in found:
-        base = by.get((f.rule, twin_of.get(f.scope)))
+        base = by.get((f.rule, twin_of.get(f.scope, "")))
         if f.rule in ("layout_conversions", "memory_bound") and base is not None:
             if f.rule == "layout_conversions":
                 base.text += f" The same in {f.scope}: {f.figures['share_pct']:.1f}%."

@@ -7,6 +7,7 @@ import base64
 import html
 import os
 from pathlib import Path
+from typing import Any, Mapping
 
 import pandas as pd
 
@@ -53,7 +54,7 @@ def _log_of(row, entries: dict) -> str | None:
 
 
 def _link(path: str | None, sweep_dir: Path, text: str) -> str:
-    if not _text(path):
+    if path is None or not _text(path):
         return "–"
     try:
         href = os.path.relpath(path, sweep_dir)  # relative: the folder can be copied elsewhere
@@ -62,7 +63,7 @@ def _link(path: str | None, sweep_dir: Path, text: str) -> str:
     return f'<a href="{_e(href)}">{_e(text)}</a>'
 
 
-def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.DataFrame,
+def render(sweep_dir: Path, summary: dict, records: Mapping[int, Mapping[str, Any]], jobs: pd.DataFrame,
            kernels: pd.DataFrame, figures: list[Figure], notes: list[str], comparison=None, builds=(),
            findings=(), module_view: pd.DataFrame | None = None) -> str:
     """The page. Its first screen answers: what changed since the earlier sweep of the same
@@ -89,7 +90,7 @@ def render(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.Da
     return "\n".join(out)
 
 
-def _header(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.DataFrame) -> list[str]:
+def _header(sweep_dir: Path, summary: dict, records: Mapping[int, Mapping[str, Any]], jobs: pd.DataFrame) -> list[str]:
     out = [f"<!doctype html><html><head><meta charset='utf-8'><meta name='viewport' content='width=device-width, initial-scale=1'><title>sweeper report: {_e(sweep_dir.name)}</title>",
            f"<style>{_STYLE}</style></head><body>",
            f"<h1>sweeper report: {_e(sweep_dir.name)}</h1>", f"<p>Folder: <code>{_e(sweep_dir)}</code></p>"]
@@ -101,12 +102,13 @@ def _header(sweep_dir: Path, summary: dict, records: dict[int, dict], jobs: pd.D
     return out
 
 
-def _environment(records: dict[int, dict], jobs: pd.DataFrame) -> list[str]:
+def _environment(records: Mapping[int, Mapping[str, Any]], jobs: pd.DataFrame) -> list[str]:
     ok = jobs[jobs["status"] == "ok"]
     env = next((records[n].get("environment") or {} for n in ok["job"] if n in records), {})
     if not env:
         return []
-    keys = ("gpu", "gpu_count", "driver", "cuda", "torch", "triton", "timm", "python", "host", "cpu_count")
+    keys: tuple[str, ...] = ("gpu", "gpu_count", "driver", "cuda", "torch", "triton", "timm", "python", "host",
+                             "cpu_count")
     if not env.get("gpu"):  # a CPU sweep: the torch build's CUDA says nothing of what ran
         keys = tuple(k for k in keys if k not in ("gpu", "gpu_count", "driver", "cuda"))
     return ["<h2 id='environment'>Environment</h2><table>" + "".join(
@@ -181,7 +183,7 @@ _JOB_FIGURES = [("compile s", "compile_s", "{:.1f}"), ("eager ms", "eager_step_m
                 ("launch µs", "launch_us", "{:.2f}")]
 
 
-def _jobs_section(sweep_dir: Path, records: dict[int, dict], jobs: pd.DataFrame, entries: dict) -> list[str]:
+def _jobs_section(sweep_dir: Path, records: Mapping[int, Mapping[str, Any]], jobs: pd.DataFrame, entries: dict) -> list[str]:
     dev = device_word(jobs)
     shown = [(h.format(dev=dev), c, f) for h, c, f in _JOB_FIGURES if c in jobs and jobs[c].notna().any()]
     out = ["<h2 id='summary'>Jobs</h2><table id='jobs'><tr><th>#</th><th>job</th><th>status</th>"
@@ -214,7 +216,7 @@ def _compile_state_mark(row: pd.Series) -> str:
     return out
 
 
-def _builds_section(builds, records: dict[int, dict], jobs: pd.DataFrame) -> list[str]:
+def _builds_section(builds, records: Mapping[int, Mapping[str, Any]], jobs: pd.DataFrame) -> list[str]:
     """The environments the jobs ran in, then each later build against the first."""
     key = builds[0].between[0]
     out = [f"<h2 id='builds'>Builds compared ({_e(key)})</h2>",
@@ -295,7 +297,7 @@ def _rule(cmp) -> str:
     return {"GPU": gpu, "CPU": cpu}.get(word, f"{gpu}; on a CPU, the step time alone")
 
 
-def _failed_section(records: dict[int, dict], jobs: pd.DataFrame, entries: dict) -> list[str]:
+def _failed_section(records: Mapping[int, Mapping[str, Any]], jobs: pd.DataFrame, entries: dict) -> list[str]:
     out: list[str] = []
     bad = jobs[jobs["status"] != "ok"]
     if len(bad):
@@ -328,7 +330,7 @@ def _figures_section(figures: list[Figure]) -> list[str]:
 KERNELS_PER_JOB = 10
 
 
-def _kernels_section(records: dict[int, dict], kernels: pd.DataFrame) -> list[str]:
+def _kernels_section(records: Mapping[int, Mapping[str, Any]], kernels: pd.DataFrame) -> list[str]:
     """Each job's costliest kernels of its compiled step, a table a job; the
     microbenchmark columns only where a job has microbenchmarks (a GPU job)."""
     out = ["<h2 id='kernels'>Costliest kernels of each job (compiled step)</h2>"]

@@ -12,6 +12,7 @@ Parquet and CSV into <sweep>/tables/.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any, Mapping
 
 import pandas as pd
 
@@ -169,7 +170,7 @@ def state_of(row) -> str:
     return "seeded" if seeded(row.get("autotune_seeded")) else "cold"
 
 
-def _microbench_failed(rec: dict) -> dict:
+def _microbench_failed(rec: Mapping[str, Any]) -> dict:
     """JOB_COLUMNS["microbench_kernels"], ["microbench_failed"] and ["microbench_error"], from a record."""
     table = rec.get("kernel_table") or {}
     failed = microbench_failures(table)
@@ -178,7 +179,7 @@ def _microbench_failed(rec: dict) -> dict:
             "microbench_error": failed[0] if failed else None}
 
 
-def _lease(rec: dict) -> dict:
+def _lease(rec: Mapping[str, Any]) -> dict:
     """JOB_COLUMNS["jobs_per_gpu"], ["lease_wait_s"], ["paused_others_s"] and
     ["paused_by_others_s"], from a record's timings.gpu_lease."""
     lease = (rec.get("timings") or {}).get("gpu_lease")
@@ -259,7 +260,7 @@ def key_without(key: str, field: str) -> str:
     return ",".join(p for p in key.split(",") if p.split("=", 1)[0] != field)
 
 
-def job_num(rec: dict) -> int:
+def job_num(rec: Mapping[str, Any]) -> int:
     value = str((rec.get("job") or {}).get("id"))
     return int(value) if value.isdigit() else -1
 

@@ -45,6 +45,7 @@ import json
 from contextlib import contextmanager
 from pathlib import Path
 
+from sweeper.autotune_info import AutotuneStoreInfo
 from sweeper.record import atomic_write_text
 
 
@@ -193,7 +194,7 @@ def load(store: Path, torch_version: str) -> dict:
     return {"store": str(folder), "torch": torch_version, "systems": systems, "notes": notes}
 
 
-def describe(systems: dict[str, dict]) -> dict:
+def describe(systems: dict[str, dict]) -> AutotuneStoreInfo:
     """Counts of a document set: timed choices, ops, kernel configs."""
     return {"job_entries": sum(count_entries(d.get("cache") or {}) for d in systems.values()),
             "job_ops": sum(count_ops(d.get("cache") or {}) for d in systems.values()),
@@ -211,7 +212,7 @@ def _entries_of(job_dir: Path) -> dict | None:
         raise StoreError(f"{path}: not readable ({e})") from e
 
 
-def left_in(job_dir: Path) -> dict | None:
+def left_in(job_dir: Path) -> AutotuneStoreInfo | None:
     """What a job's ENTRIES_FILE holds, for the record of a job that could not write its
     own (timed out, killed, cancelled): the counts, whether they are partial, the seconds
     its phase had run when last written, and what it started with. None when it left none."""
@@ -223,8 +224,8 @@ def left_in(job_dir: Path) -> dict | None:
         return None
     progress = doc.get("progress") or {}
     # what the job started with (seeded_*), as its own record would say
-    out = {**(progress.get("started_with") or {}), **describe(doc.get("systems") or {}),
-           "partial": bool(doc.get("partial"))}
+    out: AutotuneStoreInfo = {**(progress.get("started_with") or {}), **describe(doc.get("systems") or {}),
+                              "partial": bool(doc.get("partial"))}
     if progress.get("kernel_config_hits") is not None:
         out["kernel_config_hits"] = progress["kernel_config_hits"]
     if progress.get("phase_started_at"):
@@ -234,7 +235,7 @@ def left_in(job_dir: Path) -> dict | None:
     return out
 
 
-def absorb(store: Path, job_dir: Path) -> dict | None:
+def absorb(store: Path, job_dir: Path) -> AutotuneStoreInfo | None:
     """Driver: merge a job's entries (job_dir/ENTRIES_FILE, then removed: the store holds
     them) into the store; returns how many timed choices and kernel configs were new there
     and whether the job's were partial, None when the job left none."""

@@ -18,6 +18,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Mapping
 
+from sweeper.autotune_info import EarlierAttempt
 from sweeper.job_spec import JobSpec
 from sweeper.record import Record, write_record
 from sweeper.stores import autotune_store, compile_store
@@ -55,7 +56,8 @@ def with_seed(spec: JobSpec) -> JobSpec:
     return spec
 
 
-def earlier_attempts(config: dict, record: Mapping[str, Any] | None, log: str | None = None) -> list[dict] | None:
+def earlier_attempts(config: dict, record: Mapping[str, Any] | None,
+                     log: str | None = None) -> list[EarlierAttempt] | None:
     """What the stopped runs of this job (timed out, killed, cancelled, failed) had tuned
     and given the store, oldest first, from the last one's record (which carries those
     before it), for the job that runs it again; None when there was none, or none gave
