@@ -124,8 +124,7 @@ def run(spec: JobSpec, job_dir: Path) -> Record:
     lease = gpu_lease.from_spec(spec.gpu_lease, spec.job_id)
     gc_watch, host = GcWatch().install(), HostLoad()
     clock = PhaseClock(record, gc_watch, host, lease)
-    ctx = JobContext(cfg, job_dir, record, autotune_seed=spec.autotune_seed, compile_seed=spec.compile_seed,
-                     earlier_attempts=spec.earlier_attempts, autotune_gpus=int(spec.autotune_gpus or 1), lease=lease)
+    ctx = JobContext(spec, job_dir, record, lease=lease)
     try:
         for phase in PHASES:
             if phase.when(ctx):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from sweeper.analysis.breakdown import spread
+from sweeper.job_spec import JobSpec
 from sweeper.record import PHASE_MARK, Record, compiled_warm
 from sweeper.stores import autotune_store, compile_store
 from tasks import cpu_libraries, job_stores
@@ -60,7 +61,7 @@ class JobContext:
     """What the phases hand each other. The record is the job's output; the rest lives
     only in this process."""
 
-    cfg: dict
+    spec: JobSpec  # what the launcher gave the job (its job.json)
     job_dir: Path
     record: Record
     device: str = ""
@@ -71,13 +72,18 @@ class JobContext:
     real_inputs: object = None  # tasks.capture.InputCapture
     modules: list[ModuleRun] = field(default_factory=list)
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
-    autotune_seed: dict | None = None  # the driver's store entries for this job (sweeper/stores/autotune_store.py)
-    compile_seed: dict | None = None  # an earlier run's compile of this job, from the driver (sweeper/stores/compile_store.py)
-    earlier_attempts: list | None = None  # what stopped runs of this job gave the store, oldest first (the launcher's)
     checkpoint: AutotuneCheckpoint | None = None  # while an autotune=on job compiles
-    autotune_gpus: int = 1  # GPUs the launcher gave the job: the spare ones are for its autotune benchmarking
     lease: object = None  # tasks.gpu_lease.GpuLease: held for whatever the job times on its GPU
     microbench_ready: dict | None = None  # kernel name -> tasks.kernel_bench.Prepared, between the two microbench phases
+
+    @property
+    def cfg(self) -> dict:
+        return self.spec.config
+
+    @property
+    def autotune_gpus(self) -> int:
+        """GPUs the launcher gave the job: the spare ones are for its autotune benchmarking."""
+        return int(self.spec.autotune_gpus or 1)
 
     @property
     def measure(self) -> dict:
@@ -206,7 +212,7 @@ def compile_step(ctx: JobContext) -> None:
     if autotune_store.shared_by(ctx.cfg):  # max-autotune results of earlier jobs, from the driver
         seed_autotune_store(ctx)
     if compile_store.shared_by(ctx.cfg):  # an earlier run of this very job compiled it: load, not compile
-        got = job_stores.seed_compile(ctx.compile_seed, ctx.job_dir, inductor_cache(), torch.__version__)
+        got = job_stores.seed_compile(ctx.spec.compile_seed, ctx.job_dir, inductor_cache(), torch.__version__)
         ctx.timings["compile_store"] = got
         if got["loaded"]:
             say(f"compile store {got['store']}: an earlier run's compile of this job ({got['bytes'] / 1e6:.1f} MB) loaded")
@@ -304,13 +310,13 @@ def seed_autotune_store(ctx: JobContext) -> None:
 
     from tasks.autotune_checkpoint import AutotuneCheckpoint
 
-    seed = ctx.autotune_seed or {"notes": ["no store entries came with the job (not started by the launcher)"]}
+    seed = ctx.spec.autotune_seed or {"notes": ["no store entries came with the job (not started by the launcher)"]}
     mode = ctx.record["config"]["compile_mode"]
     coordesc = bool(inductor.mode_options(mode).get("coordinate_descent_tuning")
                     or inductor.inductor_config().coordinate_descent_tuning)
     system = inductor.system_hash()
     got = job_stores.seed_autotune(seed, inductor_cache(), torch.__version__, system, coordesc)
-    attempts = ctx.earlier_attempts
+    attempts = ctx.spec.earlier_attempts
     if attempts:  # this job was stopped before: the record sets what those runs gave beside this one
         got["earlier_attempts"] = attempts
     ctx.timings["autotune_store"] = got

@@ -97,10 +97,7 @@ def _probe(address: str) -> None:
         _say("error", message=f"TCP connect to {resolved} failed ({getattr(e, 'strerror', None) or e})")
         return
     _say("tcp_open")
-    import importlib
-
-    # Ray's own GCS client (as `ray status` uses it): a Cython class, without type information
-    GcsClient = getattr(importlib.import_module("ray._raylet"), "GcsClient")
+    from ray._raylet import GcsClient  # type: ignore[attr-defined]  # Cython: no type information
 
     try:
         GcsClient(address=resolved)

@@ -6,10 +6,12 @@ from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 
+from sweeper.sweep.hydra_callbacks import OUR_LAUNCHER
+
 
 @dataclass
 class RayLauncherConf:
-    _target_: str = "hydra_plugins.sweeper_ray.ray_launcher.RayLauncher"
+    _target_: str = OUR_LAUNCHER
     # An existing cluster's GCS address ("host:6379", "auto"; ray:// is refused). None: $RAY_ADDRESS if
     # set, else an embedded local Ray sized to this machine.
     address: Optional[str] = None

@@ -180,9 +180,3 @@ def declared_keys() -> Mapping[str, Key]:
     """Every key a user may set (measure.* dotted), in declaration order. Read once: the
     command line's check asks it for every value of a swept key (seed=range(0,100000))."""
     return MappingProxyType(_keys(JobConfig))
-
-
-def group_keys() -> set[str]:
-    """The top-level keys that hold other keys (measure)."""
-    hints = get_type_hints(JobConfig)
-    return {f.name for f in dataclasses.fields(JobConfig) if dataclasses.is_dataclass(hints[f.name])}

@@ -8,12 +8,13 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from sweeper.sweep.validate import check_declared_keys, check_output_dir, stop_on_problem
+from sweeper.sweep.validate import SweepConfigError, check_declared_keys, check_output_dir, stop_on_problem
 
 
 # The launcher every sweep runs through (hydra_plugins/sweeper_ray): one lifecycle of a
 # sweep's jobs (resume, ordering, the stores' exchange, packing, records), on this machine
-# (an embedded Ray) or a cluster.
+# (an embedded Ray) or a cluster. Its Hydra config (hydra_plugins/sweeper_ray/_config.py)
+# names it with this.
 OUR_LAUNCHER = "hydra_plugins.sweeper_ray.ray_launcher.RayLauncher"
 
 
@@ -34,15 +35,11 @@ def launcher_problem(config: DictConfig) -> str | None:
     return None
 
 
-def _refuse_other_launchers(config: DictConfig) -> None:
+def check_launcher(config: DictConfig) -> None:
+    """SweepConfigError where launcher_problem() finds one."""
     problem = launcher_problem(config)
     if problem:
-        from sweeper.sweep.validate import SweepConfigError
-
-        def refuse() -> None:
-            raise SweepConfigError(f"{problem}; no job was run")
-
-        stop_on_problem(refuse)
+        raise SweepConfigError(f"{problem}; no job was run")
 
 
 class Preflight(Callback):
@@ -52,10 +49,10 @@ class Preflight(Callback):
     jobs Hydra would run itself, job by job, are refused (launcher_problem)."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        _refuse_other_launchers(config)
+        stop_on_problem(check_launcher, config)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        _refuse_other_launchers(config)
+        stop_on_problem(check_launcher, config)
         # keys added with `+` before Hydra writes anything (swept ones: the launcher's checks)
         keys = [str(k) for k in config.keys() if k != "hydra"]
         stop_on_problem(check_declared_keys, OmegaConf.to_container(OmegaConf.masked_copy(config, keys)))
