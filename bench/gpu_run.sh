@@ -67,9 +67,11 @@
 #          each after its dry run, with nvidia-smi's utilization at 1 s ($S/smi_<run>.csv);
 #          then `history compare --kernels` of each packed run against the one-job night,
 #          and bench/gpu_idle.py. GRID="packed serial serial2" (any of them, in order) adds
-#          a cold max-autotune grid (resnet18 b32 inference, autotune on,off x CUDA graphs
-#          off,on; a store of each run's own, no compile store) packed, one job a GPU, and one
-#          job a GPU again, and bench/store_diff.py of the one-job store against each other;
+#          a cold max-autotune grid (GRID_MODELS, default resnet18, e.g. resnet18,resnet50;
+#          b32 inference, autotune on,off x CUDA graphs off,on; a store of each run's own, no
+#          compile store) packed, one job a GPU, and one job a GPU again, and
+#          bench/store_diff.py of the one-job store against each other; NIGHTS=0 runs the
+#          grid only (no store import, none of the mission's command's runs);
 #          stopped UNTIL_S seconds after the start if given; results:
 #          bench/results/packing/.
 # A run longer than one sitting can go to the background:
@@ -99,10 +101,10 @@ machine_info() {
     > "$S/versions.txt" 2>&1
 }
 
-# A sweep through Hydra's basic launcher on one GPU: gpu_sweep GPU NAME OVERRIDES...
+# A sweep on one GPU, one job at a time: gpu_sweep GPU NAME OVERRIDES...
 gpu_sweep() {
   local gpu=$1 name=$2; shift 2
-  CUDA_VISIBLE_DEVICES=$gpu python3 -m sweeper hydra/launcher=basic measure.microbench=false "$@" \
+  CUDA_VISIBLE_DEVICES=$gpu python3 -m sweeper hydra.launcher.jobs_per_gpu=1 measure.microbench=false "$@" \
     hydra.sweep.dir="$S/$name" > "$S/$name.log" 2>&1
   log "$name rc=$?"
 }
@@ -111,7 +113,7 @@ gpu_sweep() {
 # compile cache (/tmp/cache), so later ones time the first one's kernels in a fresh process.
 cached_job() {
   local name=$1 model=$2; shift 2
-  python3 -m sweeper hydra/launcher=basic model="$model" measure.microbench=false cache_root=/tmp/cache \
+  python3 -m sweeper hydra.launcher.jobs_per_gpu=1 model="$model" measure.microbench=false cache_root=/tmp/cache \
     "$@" hydra.sweep.dir="$S/$name/run" > "$S/$name.log" 2>&1
   log "$model job $name rc=$?"
 }
@@ -128,7 +130,7 @@ fidelity() {
 }
 
 microbench() {
-  python3 -m sweeper hydra/launcher=basic model=mixnet_l hydra.sweep.dir="$S/mixnet" > "$S/mixnet.log" 2>&1
+  python3 -m sweeper hydra.launcher.jobs_per_gpu=1 model=mixnet_l hydra.sweep.dir="$S/mixnet" > "$S/mixnet.log" 2>&1
   log "mixnet_l job rc=$?"
   python3 bench/microbench_check.py "$S/mixnet/0" > "$S/microbench_check.md" 2>&1
   log "microbench check rc=$?"
@@ -349,14 +351,17 @@ smi_run() {
 }
 
 packing() {
-  local end=0 run grid=(model=resnet18 mode=inference batch_size=32 autotune=on,off cudagraphs=off,on compile_store=off)
+  local end=0 run
+  local grid=(model="${GRID_MODELS:-resnet18}" mode=inference batch_size=32 autotune=on,off cudagraphs=off,on compile_store=off)
   local cmd=(model=mixnet_l,densenet121 autotune=on,off)
   [ -n "${UNTIL_S:-}" ] && end=$(( $(date +%s) + UNTIL_S ))
-  store_import "${IMPORT:-tests/fixtures/h200/headline_store.tgz}"
-  smi_run packed_run2 "$end" "${cmd[@]}"
-  smi_run packed_night "$end" "${cmd[@]}"
-  smi_run serial_night "$end" "${cmd[@]}" hydra.launcher.jobs_per_gpu=1
-  [ "${UNPAUSED:-1}" = 1 ] && smi_run unpaused_night "$end" "${cmd[@]}" hydra.launcher.pause_while_timing=false
+  if [ "${NIGHTS:-1}" = 1 ]; then
+    store_import "${IMPORT:-tests/fixtures/h200/headline_store.tgz}"
+    smi_run packed_run2 "$end" "${cmd[@]}"
+    smi_run packed_night "$end" "${cmd[@]}"
+    smi_run serial_night "$end" "${cmd[@]}" hydra.launcher.jobs_per_gpu=1
+    [ "${UNPAUSED:-1}" = 1 ] && smi_run unpaused_night "$end" "${cmd[@]}" hydra.launcher.pause_while_timing=false
+  fi
   for run in packed_run2 packed_night unpaused_night; do
     [ -f "$S/$run/summary.json" ] && [ -f "$S/serial_night/summary.json" ] || continue
     python3 -m sweeper.history compare "$S/$run" "$S/serial_night" --kernels --out "$S/compare_$run" \
