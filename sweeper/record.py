@@ -65,6 +65,9 @@ class ModuleEntry(TypedDict, total=False):
     label: str
     role: str
     graph_id: int | None
+    frame_id: int | None
+    frame_compile_id: int | None
+    source_path: str
     status: str
     note: str | None
     inputs: str | None

@@ -13,7 +13,9 @@ import sys
 import threading
 from collections import Counter
 from pathlib import Path
-from typing import Callable
+from contextlib import AbstractContextManager
+from types import FrameType
+from typing import Any, Callable
 
 TESTED_ON = ("2.11.0", "2.14.1")
 
@@ -166,7 +168,7 @@ def kernel_code_keys(cache_dir: Path) -> dict[str, str]:
         local = _local_cache_path(str(kernel))
         rel = str(Path(local).relative_to(root)) if local and Path(local).is_relative_to(root) else None
         key = _code_key_of(str(kernel)) if rel in configs else None
-        if key:
+        if key and rel:
             out[rel] = key
     return out
 
@@ -323,7 +325,7 @@ def benchmark_gpu(fn: Callable[[], object]) -> float:
 _BENCHMARK_METHODS = ("benchmark", "benchmark_gpu", "benchmark_cpu", "benchmark_gpu_with_cuda_graph")
 
 
-def lease_benchmarks(hold: Callable[[], object], subprocess: bool = True) -> list[str]:
+def lease_benchmarks(hold: Callable[[], AbstractContextManager[None]], subprocess: bool = True) -> list[str]:
     """Make every benchmark Inductor runs while compiling hold the GPU's lease
     (tasks/gpu_lease.py): its in-process benchmarker (template choices, a Triton kernel's
     configs at its first launch, coordinate descent, fusions decided by benchmarking), and,
@@ -341,13 +343,15 @@ def lease_benchmarks(hold: Callable[[], object], subprocess: bool = True) -> lis
                 setattr(cls, name, _leased(cls.__dict__[name], hold))
                 wrapped.append(f"{cls.__name__}.{name}")
     if subprocess:
+        pool: Any = None  # the subprocess benchmarking's pool, where this torch has it
         try:
-            from torch._inductor.autotune_process import TuningProcessPool
+            from torch._inductor import autotune_process
+
+            pool = getattr(autotune_process, "TuningProcessPool", None)
         except ImportError:
-            TuningProcessPool = None
-        if TuningProcessPool is not None and hasattr(TuningProcessPool, "target") \
-                and not getattr(TuningProcessPool.target, "_sweeper_leased", False):
-            TuningProcessPool.target = _leased(TuningProcessPool.target, hold)
+            pass
+        if pool is not None and hasattr(pool, "target") and not getattr(pool.target, "_sweeper_leased", False):
+            setattr(pool, "target", _leased(pool.target, hold))
             wrapped.append("TuningProcessPool.target")
     if hasattr(benchmarking, "set_gpu_benchmark_lock_context"):
         benchmarking.set_gpu_benchmark_lock_context(hold)
@@ -355,7 +359,7 @@ def lease_benchmarks(hold: Callable[[], object], subprocess: bool = True) -> lis
     return wrapped
 
 
-def _leased(fn: Callable, hold: Callable[[], object]) -> Callable:
+def _leased(fn: Callable, hold: Callable[[], AbstractContextManager[None]]) -> Callable:
     @functools.wraps(fn)
     def leased(*args, **kwargs):
         outer = not getattr(_in_benchmark, "on", False)  # benchmark() calls benchmark_gpu(): one benchmark
@@ -369,7 +373,7 @@ def _leased(fn: Callable, hold: Callable[[], object]) -> Callable:
             if outer:
                 _in_benchmark.on = False
 
-    leased._sweeper_leased = True
+    setattr(leased, "_sweeper_leased", True)  # wrapped once, however often lease_benchmarks runs
     return leased
 
 
@@ -383,7 +387,8 @@ def _benchmark_caller(depth: int = 3) -> str:
     """The innermost `depth` functions on the stack above a benchmark, outside the
     benchmarker and this module: "triton_heuristics.bench < benchmark_all_configs <
     autotune_to_one_config" for a Triton kernel's configs at its first launch."""
-    names, frame = [], sys._getframe(2)
+    names: list[str] = []
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None and len(names) < depth:
         path = frame.f_code.co_filename
         if not path.endswith(("benchmarking.py", "inductor_internals.py", "contextlib.py")):
@@ -460,9 +465,9 @@ def reuse_tuned_configs() -> bool:
     def _coordinate_descent_tuning(self, launcher, *args, **kwargs):
         return cached_launcher(self, [launcher]) or descend(self, launcher, *args, **kwargs)
 
-    CachingAutotuner.autotune_to_one_config = autotune_to_one_config
-    CachingAutotuner._coordinate_descent_tuning = _coordinate_descent_tuning
-    CachingAutotuner._sweeper_reuse = True
+    setattr(CachingAutotuner, "autotune_to_one_config", autotune_to_one_config)
+    setattr(CachingAutotuner, "_coordinate_descent_tuning", _coordinate_descent_tuning)
+    setattr(CachingAutotuner, "_sweeper_reuse", True)
     return True
 
 
@@ -474,9 +479,10 @@ def start_compile_workers(timeout_s: float = 300) -> bool:
     (bench/coordesc_reuse.py)."""
     from torch._inductor.async_compile import AsyncCompile
 
-    if not AsyncCompile.use_process_pool() and AsyncCompile._ready_future is None:
-        return False
-    AsyncCompile._ready_future.result(timeout=timeout_s)
+    ready = AsyncCompile._ready_future
+    if ready is None:  # no pool started: Inductor compiles in this process, or the pool is up already
+        return AsyncCompile.use_process_pool()
+    ready.result(timeout=timeout_s)
     return AsyncCompile.use_process_pool()
 
 
@@ -613,7 +619,7 @@ def _picked_launcher(tuner, launchers: list) -> tuple[object | None, str]:
     if own:
         cache = _own_pick_cache(tuner, launchers)
     local = getattr(cache, "local_cache", None)
-    if not local:
+    if cache is None or not local:
         return None, "no local autotune cache for the kernel"
     path = Path(local[1])
     if path.exists() and not own:  # at the kernel's own path: Inductor's own read finds it

@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import statistics
 import time
-from typing import Any
+from typing import Any, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -317,7 +317,7 @@ def kernel_objects(modules) -> dict:
     return out
 
 
-def kernel_table(record: dict, device: str, modules) -> dict:
+def kernel_table(record: Mapping[str, Any], device: str, modules) -> dict:
     """The kernels that matter, from the profiles. On a GPU: the Triton kernels holding
     80% of the step's Triton time, with the bytes each moves (from its kernel file); the
     standalone figures stay None until run() fills them.

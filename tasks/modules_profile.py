@@ -6,17 +6,23 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, cast
 
 import torch
 
-from sweeper.analysis.breakdown import spread, wall_figure
+from sweeper.analysis.breakdown import spread as _spread
+from sweeper.analysis.breakdown import wall_figure
+from sweeper.record import ModuleEntry, Spread
 from tasks.capture import CapturedModule, loaded_module
 from tasks.profiling import analyse, profile_calls
 from tasks.timing import probed_round, synchronize, time_calls
 
 
-def _entry(m: CapturedModule) -> dict:
+def spread(values: list[float]) -> Spread:
+    return cast(Spread, _spread(values))  # the dict spread() builds is a Spread
+
+
+def _entry(m: CapturedModule) -> ModuleEntry:
     return {
         "label": m.label(),
         "role": m.role,
@@ -37,9 +43,9 @@ def _entry(m: CapturedModule) -> dict:
     }
 
 
-def skipped_module(m: CapturedModule, note: str) -> dict:
+def skipped_module(m: CapturedModule, note: str) -> ModuleEntry:
     entry = _entry(m)
-    entry.update(status="skipped", note=note)
+    entry["status"], entry["note"] = "skipped", note
     return entry
 
 
@@ -48,13 +54,13 @@ class ModuleRun:
     """One module's record entry and, apart from it, the live call that times and profiles
     it: the entry becomes JSON, the call never does."""
 
-    entry: dict
+    entry: ModuleEntry
     call: Callable[[], object] | None = None
 
     def fail(self, what: str, reason: str) -> "ModuleRun":
         """One module's failure is noted in its entry, not fatal to the job."""
         self.call = None
-        self.entry.update(status="failed", note=f"{what} failed: {reason}")
+        self.entry["status"], self.entry["note"] = "failed", f"{what} failed: {reason}"
         return self
 
 
@@ -93,7 +99,7 @@ def timing_round(run: ModuleRun, device: str, measure: dict) -> tuple[float, flo
     assert run.call is not None, "a module is timed only once it has a call"
     t0 = time.perf_counter()
     result = probed_round(run.call, device, measure["module_calls_per_round"])
-    run.entry["seconds"] += time.perf_counter() - t0
+    run.entry["seconds"] = (run.entry["seconds"] or 0.0) + time.perf_counter() - t0
     return result
 
 
@@ -109,7 +115,7 @@ def finish_timing(run: ModuleRun, rounds: list[tuple[float, float]], device: str
     n = min(measure["module_min_rounds"], len(rounds))
     entry["wall_ms_pipelined"] = spread(time_calls(run.call, n, device, measure["module_calls_per_round"]))
     # where time_modules' seconds go: on the H200 mixnet_l's phase once took twice its rounds' time
-    entry["seconds"] = round(entry["seconds"] + time.perf_counter() - t0, 3)
+    entry["seconds"] = round((entry["seconds"] or 0.0) + time.perf_counter() - t0, 3)
     return run
 
 
@@ -120,6 +126,7 @@ def profile_module(run: ModuleRun, device: str, measure: dict, trace_path: Path)
     if call is None:
         return run
     entry = run.entry
+    assert entry["wall_ms"] is not None, "a module keeps its call only once it is timed (finish_timing)"
     events = profile_calls(call, measure["module_profile_calls"], device, "sweeper.call", trace_path)
     entry["breakdown"] = analyse(events, device, "sweeper.call", measure["module_profile_calls"],
                                  wall_figure(entry["wall_ms"]))

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from sweeper.analysis.breakdown import spread
 from sweeper.job_spec import JobSpec
@@ -26,8 +26,16 @@ from tasks import cpu_libraries, job_stores
 from tasks import inductor_internals as inductor
 from tasks.modules_profile import ModuleRun
 
-if TYPE_CHECKING:  # for the annotation only: the phases import it where a job tunes
+if TYPE_CHECKING:  # for the annotations only: each phase imports what it uses (torch among them) when it runs
+    import torch
+
     from tasks.autotune_checkpoint import AutotuneCheckpoint
+    from tasks.capture import InputCapture, ModuleCapture
+    from tasks.gpu_lease import GpuLease
+    from tasks.kernel_bench import Prepared
+    from tasks.workload import Workload
+
+T = TypeVar("T")
 
 
 class Skip(Exception):
@@ -56,6 +64,14 @@ def compile_mode(autotune: bool, cudagraphs: bool) -> str:
     return "reduce-overhead" if cudagraphs else "default"
 
 
+def made(value: T | None, what: str) -> T:
+    """A context field that an earlier phase fills; None means that phase did not run (a
+    phase list out of order is a bug here, not the user's)."""
+    if value is None:
+        raise RuntimeError(f"{what} is not there: the phase that makes it has not run (tasks/job.py's order)")
+    return value
+
+
 @dataclass
 class JobContext:
     """What the phases hand each other. The record is the job's output; the rest lives
@@ -65,16 +81,17 @@ class JobContext:
     job_dir: Path
     record: Record
     device: str = ""
-    amp_dtype: object = None  # torch.dtype under autocast, or None
-    workload: object = None
-    step: Callable[[], object] | None = None
-    capture: object = None  # tasks.capture.ModuleCapture
-    real_inputs: object = None  # tasks.capture.InputCapture
+    amp_dtype: torch.dtype | None = None  # under autocast
+    # filled by the phases in their order (tasks/job.py); a later phase reads them with made()
+    workload: Workload | None = None  # build
+    step: Callable[[], object] | None = None  # compile_step: the compiled step
+    capture: ModuleCapture | None = None  # compile_step: the compiled modules
+    real_inputs: InputCapture | None = None  # warmup, until time_modules
     modules: list[ModuleRun] = field(default_factory=list)
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     checkpoint: AutotuneCheckpoint | None = None  # while an autotune=on job compiles
-    lease: object = None  # tasks.gpu_lease.GpuLease: held for whatever the job times on its GPU
-    microbench_ready: dict | None = None  # kernel name -> tasks.kernel_bench.Prepared, between the two microbench phases
+    lease: GpuLease | None = None  # held for whatever the job times on its GPU
+    microbench_ready: dict[str, Prepared] | None = None  # kernel name -> readied, between the two microbench phases
 
     @property
     def cfg(self) -> dict:
@@ -188,13 +205,14 @@ def build(ctx: JobContext) -> None:
     cfg, rc = ctx.cfg, ctx.record["config"]
     ctx.workload = build_workload(cfg["model"], rc["batch_size"], cfg["image_size"], cfg["mode"] == "training",
                                   ctx.amp_dtype, ctx.device, cfg["seed"])
-    rc["image_size"] = ctx.workload.image_size
+    rc["image_size"] = made(ctx.workload, "the workload").image_size
 
 
 def eager(ctx: JobContext) -> None:
     from tasks.timing import peak_memory_mb, peak_memory_reset, time_calls
 
-    eager_step = ctx.workload.make_step(ctx.workload.forward_fn())
+    workload = made(ctx.workload, "the workload")
+    eager_step = workload.make_step(workload.forward_fn())
     for _ in range(2):
         eager_step()
     peak_memory_reset(ctx.device)
@@ -222,8 +240,9 @@ def compile_step(ctx: JobContext) -> None:
     ctx.timings["tuned_configs_reused"] = 0 if inductor.reuse_tuned_configs() else None
     reused_before, renamed_before = inductor.tuned_configs_reused(), inductor.tuned_configs_renamed()
     mode = ctx.record["config"]["compile_mode"]
-    compiled = torch.compile(ctx.workload.forward_fn(), mode=None if mode == "default" else mode)
-    step = ctx.workload.make_step(compiled)
+    workload = made(ctx.workload, "the workload")
+    compiled = torch.compile(workload.forward_fn(), mode=None if mode == "default" else mode)
+    step: Callable[[], object] = workload.make_step(compiled)
     if ctx.cfg["cudagraphs"]:
         inner = step
 
@@ -243,9 +262,9 @@ def compile_step(ctx: JobContext) -> None:
     ctx.timings["compile_split_s"] = inductor.compile_split(ctx.timings["compile_s"])
     ctx.timings["compile_timers"] = inductor.compile_timers()
     ctx.timings["compile_cache"] = inductor.compile_cache_counters()
-    if ctx.timings["tuned_configs_reused"] is not None:
-        ctx.timings["tuned_configs_reused"] = inductor.tuned_configs_reused() - reused_before
-        ctx.timings["tuned_configs_renamed"] = inductor.tuned_configs_renamed() - renamed_before
+    if ctx.timings["tuned_configs_reused"] is not None:  # installed: the counts are numbers, before and now
+        ctx.timings["tuned_configs_reused"] = (inductor.tuned_configs_reused() or 0) - (reused_before or 0)
+        ctx.timings["tuned_configs_renamed"] = (inductor.tuned_configs_renamed() or 0) - (renamed_before or 0)
     _note_compile_benchmarks(ctx)
 
 
@@ -276,17 +295,19 @@ def warmup(ctx: JobContext) -> None:
     from tasks.capture import InputCapture
     from tasks.timing import synchronize
 
+    step, capture = made(ctx.step, "the compiled step"), made(ctx.capture, "the module capture")
     t0 = time.time()
     for _ in range(ctx.measure["warmup_steps"]):
-        ctx.step()
+        step()
     synchronize(ctx.device)
     ctx.timings["warmup_s"] = round(time.time() - t0, 3)
     ctx.stack.close()  # the module capture ends with the warm-up: the backward compiles at the first step
     if autotune_store.shared_by(ctx.cfg):  # every autotuning is done by now: the entries go back to the driver
-        ctx.checkpoint.stop()
+        checkpoint = made(ctx.checkpoint, "the autotune checkpoint")
+        checkpoint.stop()
         store = ctx.timings["autotune_store"]
         store.update(job_stores.write_autotune_entries(ctx.job_dir, inductor_cache(), torch_version(), inductor.system_hash()),
-                     partial=False, checkpoints=ctx.checkpoint.writes, kernel_config_hits=inductor.kernel_config_hits())
+                     partial=False, checkpoints=checkpoint.writes, kernel_config_hits=inductor.kernel_config_hits())
     if compile_store.shared_by(ctx.cfg):  # every graph is compiled by now: the job's compile goes back too
         store = ctx.timings.setdefault("compile_store", {})
         if compiled_warm(ctx.timings) and not compiled_anything():
@@ -295,10 +316,10 @@ def warmup(ctx: JobContext) -> None:
             store["job_bytes"] = job_stores.write_compile_blob(
                 ctx.job_dir, inductor_cache(), torch_version(), (ctx.record["environment"] or {}).get("gpu"),
                 cold_compile_s(ctx))
-    if not ctx.capture.modules:
+    if not capture.modules:
         raise RuntimeError("no compiled module was captured: Inductor produced no wrapper code")
-    with InputCapture(ctx.capture.modules) as real_inputs:
-        ctx.step()  # one more warm-up step, keeping a copy of each module's real inputs
+    with InputCapture(capture.modules) as real_inputs:
+        step()  # one more warm-up step, keeping a copy of each module's real inputs
         synchronize(ctx.device)
     ctx.real_inputs = real_inputs
 
@@ -364,7 +385,7 @@ def timing(ctx: JobContext) -> None:
     t = ctx.timings
     peak_memory_reset(ctx.device)
     t["launch_us"] = spread([launch_probe_us(ctx.device) for _ in range(5)])  # the host's launch speed now
-    t["compiled_step_ms"] = spread(time_calls(ctx.step, ctx.measure["timed_steps"], ctx.device))
+    t["compiled_step_ms"] = spread(time_calls(made(ctx.step, "the compiled step"), ctx.measure["timed_steps"], ctx.device))
     t["peak_memory_mb"] = peak_memory_mb(ctx.device)
     if "eager_step_ms" in t:
         t["speedup"] = t["eager_step_ms"]["median"] / t["compiled_step_ms"]["median"]
@@ -376,7 +397,7 @@ def steady(ctx: JobContext) -> None:
     from tasks import nvml_util
     from tasks.timing import steady_loop
 
-    run_loop = partial(steady_loop, ctx.step, ctx.measure["steady_loop_s"], ctx.device)
+    run_loop = partial(steady_loop, made(ctx.step, "the compiled step"), ctx.measure["steady_loop_s"], ctx.device)
     if ctx.device == "cuda":
         ctx.timings["steady_loop"], ctx.timings["nvml"] = nvml_util.utilization_during(run_loop)
         util = ctx.timings["nvml"].get("util_pct")

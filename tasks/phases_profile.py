@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from tasks.phases import JobContext, failure_reason, say
+from tasks.phases import JobContext, failure_reason, made, say
 
 # Under CUDA graphs the wrapper's own call() records a new graph for inputs at new
 # addresses: on an H200 a resnet18 forward took 2 s a call that way. The module view is
@@ -21,15 +21,17 @@ def time_modules(ctx: JobContext) -> None:
     from tasks.timing import rounds_in_turn
 
     arts = ctx.record["artifacts"]
-    arts["modules"] = copy_modules(ctx.capture.modules, ctx.job_dir / "modules")
-    for m in ctx.capture.modules:
+    modules = made(ctx.capture, "the module capture").modules
+    real_inputs = made(ctx.real_inputs, "the modules' real inputs").inputs
+    arts["modules"] = copy_modules(modules, ctx.job_dir / "modules")
+    for m in modules:
         if ctx.cfg["cudagraphs"]:
             run = ModuleRun(skipped_module(m, _GRAPHS_NOTE))
         else:
             say(f"load module {m.label()}")
             run = ModuleRun(skipped_module(m, ""))
             run = ctx.on_module_thread(run, partial(prepare_module, m, ctx.device,
-                                                    ctx.real_inputs.inputs.pop(m.path, None)))
+                                                    real_inputs.pop(m.path, None)))
         run.entry["artifact"] = arts["modules"][m.label()]
         ctx.modules.append(run)
     timed = [r for r in ctx.modules if r.call is not None]
@@ -54,7 +56,7 @@ def profile_step(ctx: JobContext) -> None:
 
     t, steps = ctx.timings, ctx.measure["profile_steps"]
     trace = ctx.job_dir / "traces" / "step.json.gz"
-    events = profile_calls(ctx.step, steps, ctx.device, "sweeper.step", trace)
+    events = profile_calls(made(ctx.step, "the compiled step"), steps, ctx.device, "sweeper.step", trace)
     ctx.record["step"] = analyse(events, ctx.device, "sweeper.step", steps, t["compiled_step_ms"]["median"],
                                  busy_wall_ms=(t.get("steady_loop") or {}).get("step_ms"))
     ctx.record["artifacts"]["traces"]["step"] = str(trace)
@@ -72,11 +74,16 @@ def profile_modules(ctx: JobContext) -> None:
         ctx.record["modules"].append(run.entry)
         if run.entry.get("trace"):
             ctx.record["artifacts"]["traces"][label] = run.entry["trace"]
-    ctx.record["kernel_table"] = kernel_bench.kernel_table(ctx.record, ctx.device, ctx.capture.modules)
+    ctx.record["kernel_table"] = kernel_bench.kernel_table(ctx.record, ctx.device,
+                                                           made(ctx.capture, "the module capture").modules)
 
 
 def wants_microbench(ctx: JobContext) -> bool:
-    return ctx.device == "cuda" and ctx.measure["microbench"] and bool(ctx.record["kernel_table"]["rows"])
+    return ctx.device == "cuda" and ctx.measure["microbench"] and bool(_kernel_table(ctx)["rows"])
+
+
+def _kernel_table(ctx: JobContext) -> dict:
+    return made(ctx.record.get("kernel_table"), "the kernel table")
 
 
 def _microbench_budget(ctx: JobContext) -> float | None:
@@ -96,10 +103,11 @@ def prepare_microbench(ctx: JobContext) -> None:
     afresh and the candidate configs compiled (tasks/kernel_bench.prepare)."""
     from tasks import kernel_bench
 
-    table = ctx.record["kernel_table"]
+    table = _kernel_table(ctx)
     say(f"prepare {len(table['rows'])} kernels for their microbenchmarks")
     try:
-        ctx.microbench_ready = kernel_bench.prepare(table, kernel_bench.kernel_objects(ctx.capture.modules),
+        modules = made(ctx.capture, "the module capture").modules
+        ctx.microbench_ready = kernel_bench.prepare(table, kernel_bench.kernel_objects(modules),
                                                     _microbench_budget(ctx))
     except Exception as e:  # noqa: BLE001 - the breakdown stands without the microbenchmarks
         table["error"] = f"microbenchmarks failed: {failure_reason(e, ctx.cfg)}"
@@ -111,7 +119,7 @@ def microbench(ctx: JobContext) -> None:
     from sweeper.analysis import kernels as mb
     from tasks import kernel_bench
 
-    table = ctx.record["kernel_table"]
+    table = _kernel_table(ctx)
     ready, ctx.microbench_ready = ctx.microbench_ready, None
     if ready is not None:
         say(f"microbenchmark {len(ready)} kernels")

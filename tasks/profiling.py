@@ -6,7 +6,7 @@ import gzip
 import os
 import shutil
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, cast
 
 from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -14,6 +14,9 @@ from sweeper.analysis import breakdown as bd
 from sweeper.analysis import trace as tr
 from tasks.gc_watch import paused
 from tasks.timing import synchronize
+
+if TYPE_CHECKING:
+    from sweeper.record import Breakdown
 
 
 def profile_calls(fn: Callable[[], object], n: int, device: str, label: str, trace_path: Path) -> list[dict]:
@@ -40,7 +43,7 @@ def profile_calls(fn: Callable[[], object], n: int, device: str, label: str, tra
 
 
 def analyse(events: list[dict], device: str, label: str, runs: int, wall_ms: float | None,
-            busy_wall_ms: float | None = None) -> dict:
+            busy_wall_ms: float | None = None) -> Breakdown:
     """Breakdown of profiled calls: device kernels on a GPU; on a CPU, the C++ kernels and
     ATen ops run inside the labelled ranges. busy_wall_ms: the busy figure's divisor, where
     it is not wall_ms (breakdown.breakdown)."""
@@ -54,5 +57,5 @@ def analyse(events: list[dict], device: str, label: str, runs: int, wall_ms: flo
             if any(s <= k.start_us and k.end_us <= e for s, e in ranges)
         ]
     span = bd.profiled_span(kernels, ranges)
-    return bd.breakdown(kernels, runs=runs, span=span, wall_ms=wall_ms, busy_wall_ms=busy_wall_ms,
-                        host_timed=device != "cuda")
+    return cast("Breakdown", bd.breakdown(kernels, runs=runs, span=span, wall_ms=wall_ms, busy_wall_ms=busy_wall_ms,
+                        host_timed=device != "cuda"))  # the dict breakdown() builds is a Breakdown

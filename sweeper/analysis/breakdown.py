@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from sweeper.analysis.categories import CATEGORIES, REFERENCE_CATEGORIES, categorize, reference_category
 from sweeper.analysis.trace import Interval, clip, union_us
@@ -50,7 +50,7 @@ def spread(values: Sequence[float]) -> dict:
     }
 
 
-def wall_figure(wall_ms: dict) -> float:
+def wall_figure(wall_ms: Mapping[str, Any]) -> float:
     """The one wall time a module's percentages divide by: the trimmed mean of its rounds.
     Why not the median: on the H200 VM the host's launch speed switches between two
     levels every few seconds, so a launch-bound module's rounds fall in two groups, and

@@ -11,6 +11,7 @@ defaults are 80% and 200 kernels.
 from __future__ import annotations
 
 import re
+from typing import Any, Mapping
 
 from sweeper.analysis.categories import CPP
 
@@ -28,7 +29,7 @@ def kernel_num_gb(source: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def module_of_kernels(record: dict) -> dict[str, str]:
+def module_of_kernels(record: Mapping[str, Any]) -> dict[str, str]:
     """kernel name -> label of the compiled module whose breakdown lists it."""
     out: dict[str, str] = {}
     for m in record.get("modules") or []:
@@ -37,7 +38,7 @@ def module_of_kernels(record: dict) -> dict[str, str]:
     return out
 
 
-def select_kernels(record: dict, cover_pct: float = DEFAULT_COVER_PCT,
+def select_kernels(record: Mapping[str, Any], cover_pct: float = DEFAULT_COVER_PCT,
                    max_kernels: int = DEFAULT_MAX_KERNELS) -> list[dict]:
     """The Triton kernels holding `cover_pct` of the step's Triton time, costliest first."""
     step = record.get("step") or {}
@@ -89,7 +90,7 @@ def headroom_estimate_s(spent_s: float, configs_timed: int, next_configs: int | 
     return spent_s / configs_timed * (next_configs + 1)
 
 
-def cpu_kernel_rows(record: dict) -> list[dict]:
+def cpu_kernel_rows(record: Mapping[str, Any]) -> list[dict]:
     """On a CPU: the C++ kernels' times from the profiled step, costliest first. There is
     no standalone benchmark: kernel files with a benchmark harness are a GPU feature."""
     step = record.get("step") or {}

@@ -21,7 +21,8 @@ from sweeper.reporting import tables  # noqa: E402
 from sweeper.reporting.pairs import MODEL_PAIR  # noqa: E402
 
 # One colour per category in every figure.
-COLORS = dict(zip(CATEGORIES, plt.get_cmap("tab20").colors[::2] + plt.get_cmap("tab20").colors[1::2]))
+_TAB20 = [plt.get_cmap("tab20")(i) for i in range(20)]  # its 20 colours, in its order (the Colormap itself has no .colors in its type)
+COLORS = dict(zip(CATEGORIES, _TAB20[::2] + _TAB20[1::2]))
 
 
 @dataclass
