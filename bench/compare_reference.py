@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sweeper.analysis.breakdown import wall_figure  # noqa: E402
-from sweeper.record import read_record  # noqa: E402
+from sweeper.record import ran_config, read_record  # noqa: E402
 from sweeper.analysis.reference import compare, parse_tabulate  # noqa: E402
 
 SHORT = {"triton_pointwise": "poi", "triton_reduction": "red", "triton_persistent_reduction": "per",
@@ -39,7 +39,7 @@ def _launch(values: list) -> str:
 def compare_group(dirs: list[Path]) -> tuple[list[str], list[dict]]:
     main = read_record(dirs[0])
     repeats = [read_record(d) for d in dirs[1:]]
-    cfg = main["config"]
+    cfg = ran_config(main)
     lines, results = [], []
     for m in main["modules"]:
         ref_files = sorted((dirs[0] / "reference").glob(f"{m['label']}_run*.txt"))

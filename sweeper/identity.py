@@ -28,8 +28,8 @@ SEED_KEY = "seed"
 
 
 def identity(config: dict) -> dict:
-    """The job's identity keys of `config` (a job's spec or the config its record keeps,
-    which also holds what the job resolved and applied: not the job's identity)."""
+    """The job's identity keys of `config` (a job's spec, or what a record says the job
+    ran: sweeper.record.ran_config, whose `resolved` keys beyond these are not identity)."""
     return {k: config[k] for k in IDENTITY_KEYS if k in config}
 
 

@@ -17,9 +17,11 @@ from sweeper.job_spec import JobSpec
 
 # 2: busy_pct is the union of kernel intervals over the *unprofiled* wall time; the
 #    profiled span's figure moved to busy_pct_profiled_span; timings.steady_loop and
-#    timings.nvml. Version 1
-#    records are upgraded on read (upgrade()).
-SCHEMA_VERSION = 2
+#    timings.nvml.
+# 3: `config` is the job's spec as asked, untouched; what the job decided where it ran
+#    (device, batch size, compile mode, ...) is `resolved`; ran_config() merges them.
+# Older records are upgraded on read (upgrade()).
+SCHEMA_VERSION = 3
 RESULT_FILE = "result.json"
 # What a job process (tasks/job.py) hands its launcher (sweeper/sweep/job_process.py):
 # result.json in its folder, and on its output progress lines that start with this mark.
@@ -81,6 +83,30 @@ class ModuleEntry(TypedDict, total=False):
     artifact: str
 
 
+class Resolved(TypedDict, total=False):
+    """What the job decided where it ran (tasks/phases.py setup and build), beside the
+    config it was asked to run: `device` for device=auto, the model's default
+    `batch_size` and `image_size` where those were null, the autocast dtype, the compile
+    mode and its Inductor options, and how its autotuning and GPU lease were set up."""
+    device: str
+    batch_size: int
+    image_size: int
+    amp_dtype: str | None
+    compile_mode: str
+    inductor_options: dict[str, Any]
+    optimizer_step_compiled: bool
+    inductor_applied: dict[str, Any]
+    autotune_gpus: int | None
+    autotune_gpus_given: int
+    leased_benchmarks: list[str]
+
+
+RESOLVED_KEYS = tuple(Resolved.__annotations__)
+# Of those, the config keys (sweeper/sweep/config.py JobConfig) that the job may resolve:
+# null or "auto" asked, a value ran (tests/test_record.py checks the list against JobConfig).
+ASKED_TOO = ("device", "batch_size", "image_size", "amp_dtype")
+
+
 class JobInfo(TypedDict, total=False):
     id: str
     dir: str
@@ -106,7 +132,8 @@ class Record(TypedDict, total=False):
     log_tail: str
     log_note: str  # where the log is, when the launcher could not bring it back
     job: JobInfo
-    config: dict[str, Any]
+    config: dict[str, Any]  # the job's spec as asked (sweeper/sweep/config.py), untouched
+    resolved: Resolved  # what the job decided where it ran; {} until it set up
     environment: dict[str, Any] | None
     timings: dict[str, Any]
     step: Breakdown | None
@@ -148,6 +175,7 @@ def new_record(spec: JobSpec, job_dir: str | Path) -> Record:
             "sweeper_version": __version__,
         },
         "config": dict(spec.config),
+        "resolved": {},
         "environment": None,
         "timings": {"phase_s": {}},
         "step": None,
@@ -218,15 +246,26 @@ def read_record(path: str | Path) -> Record:
 
 
 def upgrade(record: Any) -> Any:
-    """A version-1 record in version 2's shape; any other is returned as it is.
+    """An older record in this version's shape, step by step (version 1 to 2, 2 to 3);
+    `upgraded_from_schema` keeps the version it was written in. Anything else is
+    returned as it is (check_record then says what is wrong with it)."""
+    if not isinstance(record, dict) or record.get("schema_version") not in (1, 2):
+        return record
+    written = record["schema_version"]
+    if written == 1:
+        _busy_v2(record)
+    _resolved_v3(record)
+    record["schema_version"] = SCHEMA_VERSION
+    record["upgraded_from_schema"] = written
+    return record
 
-    Version 1's busy_pct was the union of kernel intervals over the profiled span. That
+
+def _busy_v2(record: dict) -> None:
+    """Version 1's busy_pct was the union of kernel intervals over the profiled span. That
     union per run is busy_pct x span_ms / runs, so the unprofiled figure of version 2
     follows from what version 1 kept, and old sweeps can be re-aggregated and compared."""
     from sweeper.analysis.breakdown import busy_figures
 
-    if not isinstance(record, dict) or record.get("schema_version") != 1:
-        return record
     for b in [record.get("step")] + [m.get("breakdown") for m in record.get("modules") or []]:
         if not isinstance(b, dict) or "busy_pct_profiled_span" in b:
             continue
@@ -235,9 +274,24 @@ def upgrade(record: Any) -> Any:
         b["busy_ms"] = span_pct / 100 * span_ms / runs if span_pct is not None and span_ms is not None and runs else None
         b["busy_wall_ms"] = b.get("wall_ms")
         b.update(busy_figures(b["busy_ms"], b["busy_wall_ms"]))
-    record["schema_version"] = SCHEMA_VERSION
-    record["upgraded_from_schema"] = 1
-    return record
+
+
+def _resolved_v3(record: dict) -> None:
+    """Versions 1 and 2 wrote what the job decided over its config. The keys that only
+    the job sets move to `resolved`; those that are config keys too (device, batch_size,
+    image_size, amp_dtype) are copied there and stay in `config`, since what was asked
+    for them is lost (a null batch size reads as the one that ran)."""
+    config = record.get("config")
+    if not isinstance(config, dict) or "resolved" in record:
+        return
+    record["resolved"] = {k: (config[k] if k in ASKED_TOO else config.pop(k)) for k in RESOLVED_KEYS if k in config}
+
+
+def ran_config(record: Record | dict) -> dict[str, Any]:
+    """The configuration the job ran: its config as asked with what it resolved over it
+    (a batch size of null reads as the model's default it ran). The tables, labels and
+    keys across sweeps read this; a job that never set up has only what was asked."""
+    return {**(record.get("config") or {}), **(record.get("resolved") or {})}
 
 
 def check_record(record: Any, source: str) -> None:

@@ -115,7 +115,6 @@ class PhaseClock:
 
 
 def run(spec: JobSpec, job_dir: Path) -> Record:
-    cfg = spec.config
     started = time.time()
     record = new_record(spec, job_dir)
     record["job"]["started_at"] = _now()
@@ -140,7 +139,7 @@ def run(spec: JobSpec, job_dir: Path) -> Record:
         record["status"], record["reason"] = "skipped", str(e)
         say(f"skipped: {e}")
     except Exception as e:  # noqa: BLE001 - every failure becomes the job's status
-        record["status"], record["reason"] = "failed", failure_reason(e, cfg)
+        record["status"], record["reason"] = "failed", failure_reason(e, record)
         traceback.print_exc()
         say(f"failed in phase {record['phase']}: {record['reason']}")
     finally:

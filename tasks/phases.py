@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable, TypeVar
 
 from sweeper.analysis.breakdown import spread
 from sweeper.job_spec import JobSpec
-from sweeper.record import PHASE_MARK, Record, compiled_warm
+from sweeper.record import PHASE_MARK, Record, compiled_warm, ran_config
 from sweeper.stores import autotune_store, compile_store
 from tasks import cpu_libraries, job_stores
 from tasks import inductor_internals as inductor
@@ -47,12 +47,12 @@ def say(msg: str) -> None:
     print(f"{PHASE_MARK} {msg}", flush=True)
 
 
-def failure_reason(e: Exception, cfg: dict) -> str:
-    """One line for the record: an out-of-memory names the batch size."""
+def failure_reason(e: Exception, record: Record) -> str:
+    """One line for the record: an out-of-memory names the batch size the job ran."""
     import torch
 
     if isinstance(e, torch.OutOfMemoryError):
-        return f"out of GPU memory at batch size {cfg.get('batch_size')}: {str(e).splitlines()[0]}"
+        return f"out of GPU memory at batch size {ran_config(record).get('batch_size')}: {str(e).splitlines()[0]}"
     msg = str(e).strip().splitlines()
     return f"{type(e).__name__}: {msg[0] if msg else ''}"[:500]
 
@@ -118,7 +118,7 @@ class JobContext:
         try:
             return on_step_thread(run.entry["role"], fn, self.device)
         except Exception as e:  # noqa: BLE001 - one module's failure is noted, not fatal
-            return run.fail(what, failure_reason(e, self.cfg))
+            return run.fail(what, failure_reason(e, self.record))
 
 
 def _quiet_cuda_probes() -> None:
@@ -156,19 +156,18 @@ def setup(ctx: JobContext) -> None:
     check_model_name(cfg["model"])
     _set_inductor_options(ctx)
     if ctx.lease is not None:  # Inductor's own benchmarks, while compiling, time under the lease too
-        ctx.record["config"]["leased_benchmarks"] = inductor.lease_benchmarks(
+        ctx.record["resolved"]["leased_benchmarks"] = inductor.lease_benchmarks(
             ctx.lease.benchmark_hold, subprocess=ctx.autotune_gpus <= 1)
     ctx.amp_dtype = amp_dtype = resolve_amp_dtype(cfg["amp"], cfg["amp_dtype"], device)
     mode = compile_mode(cfg["autotune"], cfg["cudagraphs"])
-    ctx.record["config"].update(
-        device=device,
-        batch_size=cfg["batch_size"] or default_batch_size(cfg["model"], device),
-        amp_dtype=str(amp_dtype).replace("torch.", "") if amp_dtype else None,
-        compile_mode=mode,
-        inductor_options=inductor.mode_options(mode),
-        optimizer_step_compiled=False,
-    )
-    say(f"model={cfg['model']} device={device} batch={ctx.record['config']['batch_size']} "
+    resolved = ctx.record["resolved"]  # beside the config as asked (docs/result-schema.md)
+    resolved["device"] = device
+    resolved["batch_size"] = cfg["batch_size"] or default_batch_size(cfg["model"], device)
+    resolved["amp_dtype"] = str(amp_dtype).replace("torch.", "") if amp_dtype else None
+    resolved["compile_mode"] = mode
+    resolved["inductor_options"] = inductor.mode_options(mode)
+    resolved["optimizer_step_compiled"] = False
+    say(f"model={cfg['model']} device={device} batch={resolved['batch_size']} "
         f"mode={cfg['mode']} compile_mode={mode}")
 
 
@@ -183,7 +182,7 @@ def _set_inductor_options(ctx: JobContext) -> None:
 
         options = inductor_options.flatten(ctx.cfg["inductor"])
         inductor_options.apply(options)
-        ctx.record["config"]["inductor_applied"] = inductor_options.current(options)
+        ctx.record["resolved"]["inductor_applied"] = inductor_options.current(options)
 
 
 def spread_autotuning(ctx: JobContext, config) -> None:
@@ -195,14 +194,14 @@ def spread_autotuning(ctx: JobContext, config) -> None:
         config.autotune_in_subproc = True
         config.autotune_multi_device = True
     # used, and given: a CPU job given several (a cluster's declared GPUs) tunes on its CPU
-    ctx.record["config"]["autotune_gpus"] = gpus if ctx.cfg["autotune"] else None
-    ctx.record["config"]["autotune_gpus_given"] = ctx.autotune_gpus
+    ctx.record["resolved"]["autotune_gpus"] = gpus if ctx.cfg["autotune"] else None
+    ctx.record["resolved"]["autotune_gpus_given"] = ctx.autotune_gpus
 
 
 def build(ctx: JobContext) -> None:
     from tasks.workload import build_workload
 
-    cfg, rc = ctx.cfg, ctx.record["config"]
+    cfg, rc = ctx.cfg, ctx.record["resolved"]
     ctx.workload = build_workload(cfg["model"], rc["batch_size"], cfg["image_size"], cfg["mode"] == "training",
                                   ctx.amp_dtype, ctx.device, cfg["seed"])
     rc["image_size"] = made(ctx.workload, "the workload").image_size
@@ -239,7 +238,7 @@ def compile_step(ctx: JobContext) -> None:
     # a kernel whose coordinate-descent config is cached (seeded, or a loaded compile's) uses it
     ctx.timings["tuned_configs_reused"] = 0 if inductor.reuse_tuned_configs() else None
     reused_before, renamed_before = inductor.tuned_configs_reused(), inductor.tuned_configs_renamed()
-    mode = ctx.record["config"]["compile_mode"]
+    mode = ctx.record["resolved"]["compile_mode"]
     workload = made(ctx.workload, "the workload")
     compiled = torch.compile(workload.forward_fn(), mode=None if mode == "default" else mode)
     step: Callable[[], object] = workload.make_step(compiled)
@@ -332,7 +331,7 @@ def seed_autotune_store(ctx: JobContext) -> None:
     from tasks.autotune_checkpoint import AutotuneCheckpoint
 
     seed = ctx.spec.autotune_seed or {"notes": ["no store entries came with the job (not started by the launcher)"]}
-    mode = ctx.record["config"]["compile_mode"]
+    mode = ctx.record["resolved"]["compile_mode"]
     coordesc = bool(inductor.mode_options(mode).get("coordinate_descent_tuning")
                     or inductor.inductor_config().coordinate_descent_tuning)
     system = inductor.system_hash()

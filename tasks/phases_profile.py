@@ -45,7 +45,7 @@ def time_modules(ctx: JobContext) -> None:
         for r in timed:
             label = r.entry["label"]
             if label in failed:
-                r.fail("module run", failure_reason(failed[label], ctx.cfg))
+                r.fail("module run", failure_reason(failed[label], ctx.record))
             else:
                 ctx.on_module_thread(r, partial(finish_timing, r, rounds[label], ctx.device, measure))
     ctx.real_inputs = None  # the captured inputs' memory
@@ -110,7 +110,7 @@ def prepare_microbench(ctx: JobContext) -> None:
         ctx.microbench_ready = kernel_bench.prepare(table, kernel_bench.kernel_objects(modules),
                                                     _microbench_budget(ctx))
     except Exception as e:  # noqa: BLE001 - the breakdown stands without the microbenchmarks
-        table["error"] = f"microbenchmarks failed: {failure_reason(e, ctx.cfg)}"
+        table["error"] = f"microbenchmarks failed: {failure_reason(e, ctx.record)}"
 
 
 def microbench(ctx: JobContext) -> None:
@@ -126,5 +126,5 @@ def microbench(ctx: JobContext) -> None:
         try:
             kernel_bench.run(table, ready, _microbench_budget(ctx), table.get("prepare_s") or 0.0)
         except Exception as e:  # noqa: BLE001
-            table["error"] = f"microbenchmarks failed: {failure_reason(e, ctx.cfg)}"
+            table["error"] = f"microbenchmarks failed: {failure_reason(e, ctx.record)}"
     say(mb.microbench_outcome(table))

@@ -100,11 +100,11 @@ def test_h200_step_breakdown_is_reproduced_from_its_trace(h200, resnet18_record)
     assert 5 < b["busy_pct"] < 50
 
 
-def test_a_version_1_record_reads_as_version_2_with_the_unprofiled_busy_figure(h200, tmp_path):
+def test_a_version_1_record_reads_with_the_unprofiled_busy_figure(h200, tmp_path):
     import gzip
     import json
 
-    from sweeper.record import read_record
+    from sweeper.record import SCHEMA_VERSION, read_record
 
     raw = json.loads(gzip.decompress((h200 / "resnet18_result.json.gz").read_bytes()))
     assert raw["schema_version"] == 1
@@ -112,7 +112,7 @@ def test_a_version_1_record_reads_as_version_2_with_the_unprofiled_busy_figure(h
     fresh = bd.breakdown(kernels, runs=raw["step"]["runs"], span=bd.profiled_span(kernels, []),
                          wall_ms=raw["step"]["wall_ms"])
     rec = read_record(h200 / "resnet18_result.json.gz")
-    assert rec["schema_version"] == 2 and rec["upgraded_from_schema"] == 1
+    assert rec["schema_version"] == SCHEMA_VERSION and rec["upgraded_from_schema"] == 1
     step = rec["step"]
     assert step["busy_pct_profiled_span"] == raw["step"]["busy_pct"]
     # derived from what version 1 kept, it equals the figure computed afresh from the trace

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sweeper.record import read_record
+from sweeper.record import ran_config, read_record
 from sweeper.sweep.summary import launch_us
 from sweeper.analysis.trace import load_trace
 
@@ -43,8 +43,13 @@ def test_training_job_record(training_job):
     job_dir, proc = training_job
     rec = read_record(job_dir)
     assert rec["status"] == "ok", rec.get("reason")
-    assert rec["config"]["device"] == "cpu" and rec["config"]["batch_size"] == 2
-    assert rec["config"]["amp_dtype"] == "bfloat16"
+    # the config as asked, untouched; what the job decided beside it (resolved); merged for readers
+    assert rec["config"]["device"] == "auto" and rec["config"]["amp_dtype"] == "auto"
+    assert rec["config"]["batch_size"] == 2 and "compile_mode" not in rec["config"]
+    assert rec["resolved"]["device"] == "cpu" and rec["resolved"]["batch_size"] == 2
+    assert rec["resolved"]["amp_dtype"] == "bfloat16" and rec["resolved"]["image_size"] == 32
+    assert rec["resolved"]["compile_mode"] == "default"
+    assert ran_config(rec)["device"] == "cpu" and ran_config(rec)["model"] == "test_resnet"
     # a CPU job's log says nothing of CUDA (torch's and Kineto's probes, tasks/phases.py)
     log = (job_dir / "job.log").read_text()
     assert "No CUDA runtime" not in log and "gpuGetDeviceCount" not in log, log[:3000]
@@ -231,10 +236,12 @@ def test_out_of_memory_reason_names_the_batch_size():
 
     # the exception type and text torch raises on the GPU (H200 run: bench/results/oom/)
     e = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 149.54 GiB. GPU 0 has a total capacity of 139.80 GiB")
-    assert _reason(e, {"batch_size": 100000}) == (
+    # the batch size the job ran (resolved: the model's default where null was asked)
+    record = {"config": {"batch_size": None}, "resolved": {"batch_size": 100000}}
+    assert _reason(e, record) == (
         "out of GPU memory at batch size 100000: CUDA out of memory. Tried to allocate 149.54 GiB. "
         "GPU 0 has a total capacity of 139.80 GiB")
-    assert _reason(ValueError("bad\nsecond line"), {}) == "ValueError: bad"
+    assert _reason(ValueError("bad\nsecond line"), {"config": {}}) == "ValueError: bad"
 
 
 def test_a_cpu_report_answers_first(training_job):

@@ -64,7 +64,7 @@ def test_two_jobs_share_one_gpu_and_never_time_on_it_at_once(tmp_path):
         assert lease["gpu"] == "gpu0" and lease["jobs_per_gpu"] == 2
         # eager, then warm-up to the end: the timed phases held it, in two stretches
         assert [s[2] for s in lease["spans"]] == ["eager", "warmup"]
-        assert rec["config"]["leased_benchmarks"]
+        assert rec["resolved"]["leased_benchmarks"]
     # each paused the other through its eager and timed steps and modules, the other being
     # in a session of its own (tests/test_host_pause.py shows that a paused job stands still)
     paused = [rec["timings"]["gpu_lease"]["paused_others"] for rec in records]

@@ -62,7 +62,7 @@ def test_four_job_sweep_on_ray(four_jobs):
         rec = read_record(job["dir"])
         assert rec["status"] == "ok"
         seen.add((rec["config"]["model"], rec["config"]["autotune"]))
-        assert rec["config"]["compile_mode"] == ("max-autotune-no-cudagraphs" if rec["config"]["autotune"] else "default")
+        assert rec["resolved"]["compile_mode"] == ("max-autotune-no-cudagraphs" if rec["config"]["autotune"] else "default")
         assert job["headline"]["compiled_step_ms"] == rec["timings"]["compiled_step_ms"]["median"]
         # artifacts came back into the sweep folder; the compile cache stayed in scratch, removed with it
         assert Path(rec["job"]["dir"]) == Path(job["dir"])

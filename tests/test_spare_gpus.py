@@ -59,8 +59,8 @@ def test_the_launcher_lends_spare_gpus_on_a_cluster_whose_node_declares_them(tmp
     tune, plain = records[True], records[False]
     assert len(tune["job"]["gpu_ids"]) == 3 and len(plain["job"]["gpu_ids"]) == 1
     assert not set(tune["job"]["gpu_ids"]) & set(plain["job"]["gpu_ids"])
-    assert tune["config"]["autotune_gpus_given"] == 3
-    assert tune["config"]["autotune_gpus"] == 1  # a CPU job tunes on its CPU: nothing to spread over
+    assert tune["resolved"]["autotune_gpus_given"] == 3
+    assert tune["resolved"]["autotune_gpus"] == 1  # a CPU job tunes on its CPU: nothing to spread over
     # neither waited for the other: both were running at once
     assert plain["job"]["started_at"] < tune["job"]["finished_at"] and tune["job"]["started_at"] < plain["job"]["finished_at"]
 

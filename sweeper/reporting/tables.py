@@ -20,7 +20,7 @@ from sweeper.analysis.breakdown import nvml_expected_pct
 from sweeper.analysis.categories import CATEGORIES
 from sweeper.analysis.kernels import microbench_failures
 from sweeper.analysis.regression import source_hash, step_noise_pct
-from sweeper.record import Record, compiled_warm
+from sweeper.record import Record, compiled_warm, ran_config
 from sweeper.command_line import flatten
 from sweeper.identity import configuration
 from sweeper.reporting.headline import headline
@@ -285,8 +285,7 @@ def distinct_labels(jobs: dict) -> dict:
 
 def unique_labels(records: list[Record]) -> dict[int, str]:
     """job number -> label, told apart where two jobs would share one (distinct_labels)."""
-    return distinct_labels({job_num(r): (job_key(r.get("config") or {}), job_label(r.get("config") or {}))
-                            for r in records})
+    return distinct_labels({job_num(r): (job_key(ran_config(r)), job_label(ran_config(r))) for r in records})
 
 
 def jobs_table(records: list[Record]) -> pd.DataFrame:
@@ -294,7 +293,7 @@ def jobs_table(records: list[Record]) -> pd.DataFrame:
     names = unique_labels(records)
     shared = shared_gpu(records)
     for rec in records:
-        cfg, step = rec.get("config") or {}, rec.get("step") or {}
+        cfg, step = ran_config(rec), rec.get("step") or {}
         env, job = rec.get("environment") or {}, rec.get("job") or {}
         row = {
             "job": job_num(rec),
