@@ -16,8 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sweeper.reporting.load import load_sweep  # noqa: E402
 from sweeper.reporting.notes import BUSY_NVML_GAP_PP  # noqa: E402
-from sweeper.record import ran_config  # noqa: E402
-from sweeper.reporting.tables import job_label  # noqa: E402
+from sweeper.reporting.tables import record_label  # noqa: E402
 
 
 def _f(x, fmt="{:.1f}") -> str:
@@ -36,7 +35,7 @@ def rows(sweep_dirs: list[Path]) -> list[dict]:
             # the time busy_pct divides by: the steady loop's step (the timed steps' median
             # in records made before the loop existed)
             step_ms = step.get("busy_wall_ms") or (t.get("compiled_step_ms") or {}).get("median")
-            row = {"sweep": sweep.name, "job": num, "label": job_label(ran_config(rec)), "status": rec["status"],
+            row = {"sweep": sweep.name, "job": num, "label": record_label(rec), "status": rec["status"],
                    "step_ms": step_ms, "launches": step.get("kernel_launches"), "busy": step.get("busy_pct"),
                    "capped": step.get("busy_capped"), "nvml": nvml.get("util_pct"),
                    "samples": nvml.get("samples"), "period_ms": nvml.get("period_ms"),

@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from sweeper.record import ran_config, read_record  # noqa: E402
-from sweeper.reporting.tables import compile_s_before, compile_state, job_label  # noqa: E402
+from sweeper.record import read_record  # noqa: E402
+from sweeper.reporting.tables import compile_s_before, compile_state, record_label  # noqa: E402
 
 PHASES = ("setup", "build", "eager", "compile", "warmup", "timing", "steady_loop", "time_modules", "profile_step",
           "profile_modules", "microbench_prepare", "microbench")
@@ -49,7 +49,7 @@ def table(recs: list[dict]) -> list[str]:
         t = r.get("timings") or {}
         phase, split, store = t.get("phase_s") or {}, t.get("compile_split_s") or {}, t.get("autotune_store") or {}
         size = (t.get("compile_store") or {}).get("job_bytes")
-        out.append(f"| {job_label(ran_config(r))} | {r['status']} | {compile_state(t)} "
+        out.append(f"| {record_label(r)} | {r['status']} | {compile_state(t)} "
                    f"| {(r['job'].get('started_at') or '')[11:19]} | {r['job'].get('duration_s')} | "
                    + " | ".join(str(phase.get(p, "–")) for p in PHASES) + " | "
                    + " | ".join(str(split.get(k, "–")) for k in SPLIT)
@@ -64,7 +64,7 @@ def timers(recs: list[dict]) -> list[str]:
     for r in recs:
         top = list(((r.get("timings") or {}).get("compile_timers") or {}).items())[:8]
         if top:
-            out.append(f"- {job_label(ran_config(r))}: " + ", ".join(f"{k} {s:.0f} s ({n})" for k, (n, s) in top))
+            out.append(f"- {record_label(r)}: " + ", ".join(f"{k} {s:.0f} s ({n})" for k, (n, s) in top))
     return out
 
 
@@ -88,7 +88,7 @@ def attempts(recs: list[dict]) -> tuple[list[str], float]:
         if compile_s is None:  # this run was stopped too: how far its compile got, if it said
             compile_s = store.get("phase_s_at_stop", "–")
         before_s = compile_s_before(r.get("timings") or {}) or 0
-        out.append(f"- {job_label(ran_config(r))}: {runs}; run {len(earlier) + 1} (this one): {r['status']}, "
+        out.append(f"- {record_label(r)}: {runs}; run {len(earlier) + 1} (this one): {r['status']}, "
                    f"{store.get('seeded_ops', '–')} ops and {store.get('seeded_kernel_configs', '–')} kernel "
                    f"configs from the store, compile {compile_s} s against {before_s:.0f} s of compile in the "
                    f"runs before it")
@@ -97,7 +97,7 @@ def attempts(recs: list[dict]) -> tuple[list[str], float]:
 
 def job_seconds(recs: list[dict]) -> dict[str, float]:
     """Each job's seconds, its stopped runs' included, by its label."""
-    return {job_label(ran_config(r)): all_runs_s(r) for r in recs}
+    return {record_label(r): all_runs_s(r) for r in recs}
 
 
 def all_runs_s(r: dict) -> float:
@@ -110,7 +110,7 @@ def dominant(recs: list[dict]) -> str:
     """The longest job and its largest phases."""
     longest = max(recs, key=lambda r: r["job"].get("duration_s") or 0)
     phases = sorted((longest.get("timings") or {}).get("phase_s", {}).items(), key=lambda kv: -kv[1])[:3]
-    return (f"longest job: {job_label(ran_config(longest))}, {longest['job'].get('duration_s')} s; its largest "
+    return (f"longest job: {record_label(longest)}, {longest['job'].get('duration_s')} s; its largest "
             f"phases: " + ", ".join(f"{k} {v:.0f} s" for k, v in phases))
 
 
@@ -149,7 +149,7 @@ def main() -> int:
                   f"finished job against its cold seconds in {args.sweeps[0].name} (every run of it added up):")
             cold = job_seconds(runs[0])
             for r in ok:
-                label, s = job_label(ran_config(r)), r["job"].get("duration_s") or 0
+                label, s = record_label(r), r["job"].get("duration_s") or 0
                 print(f"- {label}: {s:.0f} s / {cold[label]:.0f} s = {s / cold[label]:.2f}" if cold.get(label)
                       else f"- {label}: {s:.0f} s, not in {args.sweeps[0].name}")
             continue

@@ -17,8 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from sweeper.analysis.breakdown import nvml_expected_pct  # noqa: E402
-from sweeper.record import ran_config, read_record  # noqa: E402
-from sweeper.reporting.tables import job_label  # noqa: E402
+from sweeper.record import read_record  # noqa: E402
+from sweeper.reporting.tables import record_label  # noqa: E402
 
 FIX = ROOT / "tests" / "fixtures" / "h200"
 
@@ -29,8 +29,8 @@ def main() -> int:
         for path in sorted((FIX / folder).glob("*.result.json.gz")):
             rec = read_record(path)
             step, nvml = rec["step"], rec["timings"]["nvml"]["util_pct"]
-            rows.append({"job": f"{folder}/{path.name.split('.')[0]}: {job_label(ran_config(rec))}",
-                         "graphs": ran_config(rec)["cudagraphs"], "busy": step["busy_pct"], "nvml": nvml,
+            rows.append({"job": f"{folder}/{path.name.split('.')[0]}: {record_label(rec)}",
+                         "graphs": rec["config"]["cudagraphs"], "busy": step["busy_pct"], "nvml": nvml,
                          "launches": step["kernel_launches"], "step_ms": step["busy_wall_ms"],
                          "expected": nvml_expected_pct(step["busy_pct"], step["kernel_launches"],
                                                        step["busy_wall_ms"])})

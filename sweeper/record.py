@@ -11,7 +11,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Mapping, TypedDict
 
 from sweeper.job_spec import JobSpec
 
@@ -287,7 +287,7 @@ def _resolved_v3(record: dict) -> None:
     record["resolved"] = {k: (config[k] if k in ASKED_TOO else config.pop(k)) for k in RESOLVED_KEYS if k in config}
 
 
-def ran_config(record: Record | dict) -> dict[str, Any]:
+def ran_config(record: Mapping[str, Any]) -> dict[str, Any]:
     """The configuration the job ran: its config as asked with what it resolved over it
     (a batch size of null reads as the model's default it ran). The tables, labels and
     keys across sweeps read this; a job that never set up has only what was asked."""

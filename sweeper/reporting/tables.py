@@ -229,6 +229,11 @@ def job_label(cfg: dict) -> str:
     return " ".join(parts)
 
 
+def record_label(rec: Mapping[str, Any]) -> str:
+    """job_label() of what a record's job ran (sweeper.record.ran_config)."""
+    return job_label(ran_config(rec))
+
+
 # the keys every job key names, in this order (older sweeps' keys read the same)
 _KEY_ORDER = ("model", "mode", "batch_size", "image_size", "amp", "amp_dtype", "cudagraphs", "autotune", "device")
 
@@ -285,7 +290,7 @@ def distinct_labels(jobs: dict) -> dict:
 
 def unique_labels(records: list[Record]) -> dict[int, str]:
     """job number -> label, told apart where two jobs would share one (distinct_labels)."""
-    return distinct_labels({job_num(r): (job_key(ran_config(r)), job_label(ran_config(r))) for r in records})
+    return distinct_labels({job_num(r): (job_key(ran_config(r)), record_label(r)) for r in records})
 
 
 def jobs_table(records: list[Record]) -> pd.DataFrame:
