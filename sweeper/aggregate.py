@@ -14,35 +14,47 @@ from pathlib import Path
 
 from sweeper.record import atomic_write_text
 from sweeper.reporting import figures as fg
-from sweeper.reporting import report, tables
+from sweeper.reporting import report
 from sweeper.reporting.findings import all_findings
-from sweeper.reporting.load import AggregateError, load_sweep
+from sweeper.reporting.sweep_figures import all_figures
+from sweeper.reporting.load import AggregateError, read_sweep
 from sweeper.reporting.notes import all_notes
+from sweeper.reporting.overview import SMALL_SWEEP_JOBS, overview
 from sweeper.reporting.sweeps import compare_builds, earlier_comparison
 
 TABLES_DIR, FIGURES_DIR, REPORT_FILE = "tables", "figures", "report.html"
 
 
+# The page holds its figures (one file to mail or attach) while it stays under this size;
+# a larger one (a sweep of hundreds of jobs) links them in figures/ beside it.
+PAGE_MAX_BYTES = 5_000_000
+
+
 def aggregate(sweep_dir: Path) -> Path:
-    """Write tables/, figures/ and report.html into the sweep folder; returns the report."""
-    sweep_dir = Path(sweep_dir).resolve()
-    summary, records, notes = load_sweep(sweep_dir)
-    recs = [records[n] for n in sorted(records)]
-    jobs, cats, kernels = tables.jobs_table(recs), tables.categories_table(recs), tables.kernels_table(recs)
-    bench = tables.microbench_table(recs)
-    tdir = sweep_dir / TABLES_DIR
+    """Write tables/, figures/ and report.html into the sweep folder; returns the report.
+    The sweep is read once (load.read_sweep) and handed to every step."""
+    sweep = read_sweep(Path(sweep_dir))
+    tdir = sweep.path / TABLES_DIR
     tdir.mkdir(exist_ok=True)
-    for name, df in (("jobs", jobs), ("categories", cats), ("kernels", kernels), ("microbench", bench)):
+    for name, df in (("jobs", sweep.jobs), ("categories", sweep.cats), ("kernels", sweep.kernels),
+                     ("microbench", sweep.bench)):
         df.to_parquet(tdir / f"{name}.parquet", index=False)
         df.to_csv(tdir / f"{name}.csv", index=False)
-    figs = fg.all_figures(jobs, cats, bench, sweep_dir / FIGURES_DIR)
-    notes = notes + all_notes(jobs)
-    comparison, more = earlier_comparison(sweep_dir)
-    builds = compare_builds(sweep_dir) if jobs["python"].nunique() > 1 else []
-    found, module_view = all_findings(jobs, cats, kernels, bench)
-    page = report.render(sweep_dir, summary, records, jobs, kernels, figs, notes + more, comparison, builds,
-                         found, module_view)
-    path = sweep_dir / REPORT_FILE
+    # what follows reads the step's kernels only: the modules' rows (most of a large sweep's) go
+    sweep.kernels = sweep.kernels[sweep.kernels["scope"] == "step"].reset_index(drop=True)
+    figs = all_figures(sweep.jobs, sweep.cats, sweep.bench, sweep.path / FIGURES_DIR)
+    comparison, more = earlier_comparison(sweep)
+    many = len(sweep.jobs) > SMALL_SWEEP_JOBS  # the page then shows the flagged pairs' kernels only
+    builds = compare_builds(sweep, kernels="flagged" if many else "all") if sweep.jobs["python"].nunique() > 1 else []
+    found, module_view = all_findings(sweep.jobs, sweep.cats, sweep.kernels, sweep.bench)
+    view = report.ReportView(
+        figs, sweep.notes + all_notes(sweep.jobs) + more, found, module_view, comparison, builds,
+        overview(sweep.jobs, sweep.cats, sweep.kernels, sweep.bench, fg.device_word(sweep.jobs)))
+    page = report.render(sweep, view)
+    if len(page.encode()) > PAGE_MAX_BYTES:
+        view.embed_figures = False
+        page = report.render(sweep, view)
+    path = sweep.path / REPORT_FILE
     atomic_write_text(path, page)
     return path
 

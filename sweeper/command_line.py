@@ -3,8 +3,32 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
+
+
+# Characters Hydra's override grammar reads as its own in an unquoted value (lists,
+# sweeps, dicts, interpolations, quotes, escapes, whitespace).
+_HYDRA_SPECIAL = set(" \t,[]{}()'\"\\=:$*?")
+
+
+def hydra_value(text: str) -> str:
+    """A plain string (a folder's path) as a value Hydra's override parser reads back
+    unchanged: as it is where nothing in it is special, else quoted for Hydra."""
+    if not text or not (set(text) & _HYDRA_SPECIAL):
+        return text
+    quote = "'" if "'" not in text else '"'
+    # Hydra's quoted strings: a backslash is itself except before the quote or at the end
+    escaped = re.sub(r"(\\*)" + quote, lambda m: m.group(1) * 2 + "\\" + quote, text)
+    escaped = re.sub(r"(\\+)$", lambda m: m.group(1) * 2, escaped)
+    return f"{quote}{escaped}{quote}"
+
+
+def sweep_dir_override(path) -> str:
+    """`hydra.sweep.dir=PATH` for a command line: quoted for Hydra, then for the shell, so
+    that a folder with spaces or quotes pastes and runs."""
+    return shlex.quote(f"hydra.sweep.dir={hydra_value(str(path))}")
 
 
 def rerun_command(overrides: list[str]) -> str:

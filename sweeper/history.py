@@ -69,6 +69,9 @@ def rule_line(jobs: pd.DataFrame, threshold_pct: float, hist: str) -> str:
 
 
 def compare_text(cmp: sw.Comparison, top: int = 10) -> str:
+    """The compare as text, the answer first: the rule, the verdict (how many jobs flagged,
+    judged, not judged, new, gone), the flagged jobs one a line, each flagged job's kernels
+    that moved; then every job's row; then, with --kernels, the other jobs' kernels."""
     t = cmp.jobs
     hist = (f"and the spread over the {cmp.history_sweeps} complete sweeps up to the old one"
             if cmp.history_sweeps >= 3 else "(fewer than 3 earlier complete sweeps: no history spread yet)")
@@ -76,22 +79,18 @@ def compare_text(cmp: sw.Comparison, top: int = 10) -> str:
         hist = "each pair's two runs in this sweep"
     title = (f"# {cmp.new.path}: {cmp.between[0]}={cmp.between[2]} against {cmp.between[0]}={cmp.between[1]}"
              if cmp.between else f"# {cmp.new.path} against {cmp.old.path}")
-    lines = [title, rule_line(t, cmp.threshold_pct, hist),
-             "", "| job | step ms old | step ms new | change % | noise ±% | kernel ms old | kernel ms new | change % "
-             "| noise ±% | verdict | why | busy % old -> new |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     both = t[t["status_old"].notna() & t["status_new"].notna()]
-    for _, r in both.iterrows():
-        lines.append(f"| {r['label']} | {_f(r['step_ms_old'], '{:.2f}')} | {_f(r['step_ms_new'], '{:.2f}')} "
-                     f"| {_f(r['step_change_pct'])} | {_f(r['noise_pct'], '{:.1f}')} "
-                     f"| {_f(r['device_ms_old'], '{:.3f}')} | {_f(r['device_ms_new'], '{:.3f}')} "
-                     f"| {_f(r['device_change_pct'])} | {_f(r['device_noise_pct'], '{:.1f}')} | {r['verdict'] or '–'} "
-                     f"| {r['why'] or '–'} | {_f(r['busy_pct_old'], '{:.1f}')} -> {_f(r['busy_pct_new'], '{:.1f}')} |")
     flagged = cmp.flagged
     v = both["verdict"]
     counts = ", ".join(f"{int((v == k).sum())} {k}" for k in (*FLAGGING, HOST, "within noise", "unchanged", CANNOT_JUDGE))
     changed = int(v.str.startswith("status ").sum())
-    lines += ["", f"{len(flagged)} of {len(both)} jobs flagged ({counts}; {changed} changed status)."]
+    lines = [title, rule_line(t, cmp.threshold_pct, hist), "",
+             f"{len(flagged)} of {len(both)} jobs flagged ({counts}; {changed} changed status)."]
+    for side, status in (("new", "status_new"), ("old", "status_old")):
+        bad = t[t[status] == sw.UNREADABLE]
+        if len(bad):
+            lines.append(f"{len(bad)} unreadable in the {side} sweep (counted as a changed status): "
+                         + "; ".join(f"{r['label']}: {r['why']}" for _, r in bad.iterrows()))
     unjudged = both[v == CANNOT_JUDGE]
     if len(unjudged):
         lines.append(f"{len(unjudged)} jobs could not be judged: their noise is wider than ±{CANNOT_JUDGE_NOISE_PCT:g}% "
@@ -101,32 +100,62 @@ def compare_text(cmp: sw.Comparison, top: int = 10) -> str:
         labels = list(t.loc[t["verdict"] == what, "label"])
         if labels:
             lines.append(f"{len(labels)} {name}: {', '.join(labels)}")
-    for key, d in cmp.details.items():
-        row = t[t["key"] == key].iloc[0]
-        lines += ["", f"## {d.label}: {row['verdict']} ({row['why'] or 'no change'}): step {_f(row['step_change_pct'])}% "
-                      f"(noise ±{_f(row['noise_pct'], '{:.1f}')}%), kernels {_f(row['device_change_pct'])}% "
-                      f"(noise ±{_f(row['device_noise_pct'], '{:.1f}')}%)"]
-        largest = row["largest_share_change"]
-        if isinstance(largest, str):
-            lines.append(f"largest category share change: {largest} {_f(row['largest_share_change_pp'])} pp")
-        cats = sorted(set(d.shares_old.index) | set(d.shares_new.index))
-        lines.append("category shares %: " + ", ".join(
-            f"{c} {_f(d.shares_old.get(c), '{:.1f}')} -> {_f(d.shares_new.get(c), '{:.1f}')}" for c in cats))
-        lines.append("; ".join(f"{name} {_f(a, '{:.1f}')} -> {_f(b, '{:.1f}')}" for name, (a, b) in d.figures.items()))
-        if row["verdict"] == CANNOT_JUDGE:
-            lines.append(f"kernels: not judged either ({row['why']})")
-            continue
-        if d.kernels.empty:
-            lines.append("kernels: none moved by the threshold and the job's noise (or none above 1% of the step)")
-            continue
-        lines += ["| kernel | category | ms old | ms new | change ms | change % | what |", "|---|---|---|---|---|---|---|"]
-        for _, k in d.kernels.head(top).iterrows():
-            lines.append(f"| {k['kernel'][:90]} | {k['category']} | {_f(k['device_ms_old'], '{:.3f}')} | "
-                         f"{_f(k['device_ms_new'], '{:.3f}')} | {_f(k['change_ms'], '{:+.3f}')} | "
-                         f"{_f(k['change_pct'])} | {k['change']} |")
-        if len(d.kernels) > top:
-            lines.append(f"... and {len(d.kernels) - top} more (--top)")
+    if len(flagged):
+        lines += ["", "## Flagged", ""]
+        for _, r in flagged.sort_values("step_change_pct", key=lambda c: -c.abs()).iterrows():
+            lines.append(f"- {r['label']}: {r['verdict']} ({r['why'] or 'status'}), step {_f(r['step_change_pct'])}%, "
+                         f"kernels {_f(r['device_change_pct'])}%")
+    flagged_keys = set(flagged["key"])
+    details = [(k, d) for k, d in cmp.details.items() if k in flagged_keys]
+    details += [(k, d) for k, d in cmp.details.items() if k not in flagged_keys]
+    for key, d in details[:len([k for k, _ in details if k in flagged_keys])]:
+        lines += _kernel_lines(t, key, d, top)
+    lines += ["", "## Every job", "",
+              "step ms: the compiled step's mean over its steady loop (the jobs table's steady_step_ms, the report's "
+              "'loop ms'); the report's 'compiled ms' is the median of the timed steps, a shorter measure",
+              "",
+              "| job | loop step ms old | loop step ms new | change % | noise ±% | kernel ms old | kernel ms new | change % "
+              "| noise ±% | verdict | why | busy % old -> new |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for _, r in both.iterrows():
+        lines.append(f"| {r['label']} | {_f(r['step_ms_old'], '{:.2f}')} | {_f(r['step_ms_new'], '{:.2f}')} "
+                     f"| {_f(r['step_change_pct'])} | {_f(r['noise_pct'], '{:.1f}')} "
+                     f"| {_f(r['device_ms_old'], '{:.3f}')} | {_f(r['device_ms_new'], '{:.3f}')} "
+                     f"| {_f(r['device_change_pct'])} | {_f(r['device_noise_pct'], '{:.1f}')} | {r['verdict'] or '–'} "
+                     f"| {r['why'] or '–'} | {_f(r['busy_pct_old'], '{:.1f}')} -> {_f(r['busy_pct_new'], '{:.1f}')} |")
+    others = [(k, d) for k, d in details if k not in flagged_keys]
+    if others:
+        lines += ["", "## The other jobs' kernels (--kernels)"]
+        for key, d in others:
+            lines += _kernel_lines(t, key, d, top)
     return "\n".join(lines)
+
+
+def _kernel_lines(t: pd.DataFrame, key: str, d: sw.JobDetail, top: int) -> list[str]:
+    """One job's kernel-level section: its figures, category shares and the kernels that moved."""
+    row = t[t["key"] == key].iloc[0]
+    lines = ["", f"### {d.label}: {row['verdict']} ({row['why'] or 'no change'}): step {_f(row['step_change_pct'])}% "
+                 f"(noise ±{_f(row['noise_pct'], '{:.1f}')}%), kernels {_f(row['device_change_pct'])}% "
+                 f"(noise ±{_f(row['device_noise_pct'], '{:.1f}')}%)"]
+    largest = row["largest_share_change"]
+    if isinstance(largest, str):
+        lines.append(f"largest category share change: {largest} {_f(row['largest_share_change_pp'])} pp")
+    cats = sorted(set(d.shares_old.index) | set(d.shares_new.index))
+    lines.append("category shares %: " + ", ".join(
+        f"{c} {_f(d.shares_old.get(c), '{:.1f}')} -> {_f(d.shares_new.get(c), '{:.1f}')}" for c in cats))
+    lines.append("; ".join(f"{name} {_f(a, '{:.1f}')} -> {_f(b, '{:.1f}')}" for name, (a, b) in d.figures.items()))
+    if row["verdict"] == CANNOT_JUDGE:
+        return lines + [f"kernels: not judged either ({row['why']})"]
+    if d.kernels.empty:
+        return lines + ["kernels: none moved by the threshold and the job's noise (or none above 1% of the step)"]
+    lines += ["| kernel | category | ms old | ms new | change ms | change % | what |", "|---|---|---|---|---|---|---|"]
+    for _, k in d.kernels.head(top).iterrows():
+        lines.append(f"| {k['kernel'][:90]} | {k['category']} | {_f(k['device_ms_old'], '{:.3f}')} | "
+                     f"{_f(k['device_ms_new'], '{:.3f}')} | {_f(k['change_ms'], '{:+.3f}')} | "
+                     f"{_f(k['change_pct'])} | {k['change']} |")
+    if len(d.kernels) > top:
+        lines.append(f"... and {len(d.kernels) - top} more (--top)")
+    return lines
 
 
 def write_compare(cmp: sw.Comparison, out: Path) -> list[Path]:
@@ -152,11 +181,12 @@ def date_limits(times: list) -> tuple | None:
     return lo - pad, hi + pad
 
 
-def trend_figure(sweeps: list[Path], out: Path) -> tuple[Path, pd.DataFrame]:
-    import matplotlib.dates as mdates
+TREND_LINES = 10  # jobs drawn as lines of their own; more: the rest as a band
 
-    from sweeper.reporting.figures import plt, save  # matplotlib, set up for files only
 
+def trend_data(sweeps: list[Path]) -> pd.DataFrame:
+    """Each finished job's compiled step (steady loop) in each sweep: sweep, started, key,
+    label, step_ms; read from the sweeps' tables (sweeps.sweep_tables)."""
     frames = []
     for s in sweeps:
         t = sw.sweep_tables(s)
@@ -166,11 +196,53 @@ def trend_figure(sweeps: list[Path], out: Path) -> tuple[Path, pd.DataFrame]:
             ["sweep", "started", "key", "label", "step_ms"]])
     data = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["sweep", "started", "key", "label", "step_ms"])
+    # one point a job and sweep: jobs of one configuration (seeds) stand as the first, as in a compare
+    data = data.drop_duplicates(["sweep", "key"]).reset_index(drop=True)
+    data["label"] = data["label"].str.replace(r" #\d+$", "", regex=True)  # a seed's number names no job across sweeps
     names = distinct_labels({k: (k, lab) for k, lab in data.drop_duplicates("key")[["key", "label"]].values})
     data["label"] = data["key"].map(names)
-    fig, ax = plt.subplots(figsize=(10, 5))
-    for label, g in data.sort_values("started").groupby("label"):
-        ax.plot(g["started"], g["step_ms"], marker="o", label=label)
+    return data
+
+
+TREND_MIN_CHANGE = 0.02  # a job whose last step is within 2% of its first stays in the band
+
+
+def most_changed(data: pd.DataFrame, n: int) -> list[str]:
+    """The n jobs (labels) whose last step moved most from their first, relatively, those
+    that moved TREND_MIN_CHANGE or more."""
+    ordered = data.sort_values("started").groupby("label")["step_ms"]
+    change = (ordered.last() / ordered.first() - 1).abs().dropna()
+    return list(change[change >= TREND_MIN_CHANGE].sort_values(ascending=False).index[:n])
+
+
+def trend_figure(sweeps: list[Path], out: Path) -> tuple[Path, pd.DataFrame]:
+    """Each job's compiled step over the sweeps. Up to TREND_LINES jobs, a line each in
+    milliseconds; more, each job's step relative to its first sweep shown: the
+    middle 80% of jobs as a band with their median, and the TREND_LINES jobs that moved
+    most (last against first) as lines of their own."""
+    import matplotlib.dates as mdates
+
+    from sweeper.reporting.figures import plt, save  # matplotlib, set up for files only
+
+    data = trend_data(sweeps)
+    many = data["label"].nunique() > TREND_LINES
+    fig, ax = plt.subplots(figsize=(11, 5.5))
+    if many:
+        data = data.sort_values("started")
+        rel = data.assign(ratio=data["step_ms"] / data.groupby("label")["step_ms"].transform("first"))
+        band = rel.groupby("started")["ratio"].quantile([0.1, 0.5, 0.9]).unstack()
+        ax.fill_between(band.index, band[0.1], band[0.9], color="0.85", label=f"middle 80% of {rel['label'].nunique()} jobs")
+        ax.plot(band.index, band[0.5], color="0.4", linewidth=1.5, label="their median")
+        for label in most_changed(data, TREND_LINES):
+            g = rel[rel["label"] == label].sort_values("started")
+            ax.plot(g["started"], g["ratio"], marker="o", markersize=3, label=label)
+        ax.axhline(1, color="0.5", linewidth=0.8, linestyle="--")
+        ax.set_ylabel("compiled step against the job's first sweep shown (1 = unchanged)")
+    else:
+        for label, g in data.sort_values("started").groupby("label"):
+            ax.plot(g["started"], g["step_ms"], marker="o", label=label)
+        ax.set_ylabel("compiled step, steady loop (ms)")
+        ax.set_ylim(bottom=0)
     limits = date_limits(list(data["started"].dropna()))
     if limits is not None:
         ax.set_xlim(*limits)
@@ -178,12 +250,12 @@ def trend_figure(sweeps: list[Path], out: Path) -> tuple[Path, pd.DataFrame]:
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     ax.set_xlabel("sweep started")
-    ax.set_ylabel("compiled step, steady loop (ms)")
-    ax.set_ylim(bottom=0)
-    ax.set_title("compiled step time of the last complete sweep" if len(sweeps) == 1
-                 else f"compiled step time over the last {len(sweeps)} complete sweeps")
+    what = "compiled step time" + (f": the jobs that moved {TREND_MIN_CHANGE:.0%} or more (at most {TREND_LINES}), "
+                                   "the rest as a band" if many else "")
+    ax.set_title(f"{what} of the last complete sweep" if len(sweeps) == 1
+                 else f"{what} over the last {len(sweeps)} complete sweeps", fontsize=10)
     if len(data):
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+        ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1))
     return save(fig, out), data
 
 
@@ -226,6 +298,15 @@ def main(argv: list[str]) -> int:
 
 def _compare(args) -> int:
     new = args.new.resolve()
+    for name, path in (("NEW", args.new), ("OLD", args.old)):
+        if path is not None and not path.is_dir():
+            print(f"sweeper.history: {name} {path} is not a folder: give a sweep folder (the one with summary.json)",
+                  file=sys.stderr)
+            return 2
+    if args.old is not None and args.old.resolve() == new:
+        print(f"sweeper.history: NEW and OLD are the same folder ({new}): a sweep compared with itself shows no "
+              "change; give an earlier sweep as OLD, or none to take the one before NEW", file=sys.stderr)
+        return 2
     if args.between:
         return _compare_builds(args, new)
     old = args.old

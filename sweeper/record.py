@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import os
 import tempfile
 from pathlib import Path
@@ -221,6 +222,15 @@ def write_record(job_dir: str | Path, record: Record) -> Path:
     path = Path(job_dir) / RESULT_FILE
     atomic_write_text(path, json.dumps(record, indent=1, sort_keys=False, default=str) + "\n")
     return path
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def no_colour(text):
+    """Text without terminal colour codes (Ray colours its task names): a record or summary
+    is read in files and browsers, where they show as `\x1b[36m`. Anything else as it is."""
+    return _ANSI.sub("", text) if isinstance(text, str) else text
 
 
 def read_record(path: str | Path) -> Record:

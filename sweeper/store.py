@@ -124,10 +124,22 @@ def export(store: Path, out: Path) -> int:
     return 0
 
 
-def _member_bytes(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+MANIFEST_MAX_BYTES = 10_000_000  # a manifest lists files: anything larger is not one
+
+
+def _member_bytes(tar: tarfile.TarFile, member: tarfile.TarInfo, size: int | None = None) -> bytes:
+    """A regular member's bytes; StoreCommandError for a link or folder (a link's target
+    would be read instead), or a member whose size is not the one expected, checked
+    before anything is read."""
+    if not member.isreg():
+        raise StoreCommandError(f"damaged: {member.name} is a {'link' if member.issym() or member.islnk() else 'folder or device'}, "
+                                "not a file; export it again")
+    if size is not None and member.size != size:
+        raise StoreCommandError(f"damaged: {member.name} holds {member.size} bytes, its manifest says {size}; "
+                                "export it again")
     f = tar.extractfile(member)
-    if f is None:  # not a regular file (a folder, a link): no bytes to read
-        raise tarfile.TarError(f"{member.name} is not a file")
+    if f is None:
+        raise StoreCommandError(f"damaged: {member.name} is not a file; export it again")
     return f.read()
 
 
@@ -142,20 +154,27 @@ def read_export(path: Path) -> tuple[dict, dict[str, dict]]:
             if MANIFEST not in members:
                 raise StoreCommandError(f"{path}: not a sweeper store export (no {MANIFEST}); "
                                         "make one with `python -m sweeper.store export FILE`")
+            if members[MANIFEST].size > MANIFEST_MAX_BYTES:
+                raise StoreCommandError(f"damaged: its {MANIFEST} holds {members[MANIFEST].size} bytes, not a manifest")
             manifest = json.loads(_member_bytes(tar, members[MANIFEST]))
             _check_manifest(path, manifest)
             docs = {}
             for entry in manifest["files"]:
-                rel = entry.get("path", "")
-                if not _MEMBER.match(rel) or rel not in members or not members[rel].isfile():
+                rel = entry.get("path", "") if isinstance(entry, dict) else ""
+                if not _MEMBER.match(str(rel)) or rel not in members or not members[rel].isfile():
                     raise StoreCommandError(f"{path}: damaged: {rel!r} is listed in its manifest but not held as a key file")
-                data = _member_bytes(tar, members[rel])
+                size = entry.get("bytes")
+                if not isinstance(size, int) or isinstance(size, bool):
+                    raise StoreCommandError(f"{path}: damaged: its manifest gives {rel} no size")
+                data = _member_bytes(tar, members[rel], size)
                 if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
                     raise StoreCommandError(f"{path}: damaged: {rel} does not match its checksum; export it again")
                 try:
                     docs[rel] = st.read_doc_bytes(data, f"{path}:{rel}")
                 except st.StoreError as e:
                     raise StoreCommandError(f"{path}: damaged: {e}") from None
+    except StoreCommandError as e:
+        raise StoreCommandError(str(e) if str(e).startswith(str(path)) else f"{path}: {e}") from None
     except (tarfile.TarError, EOFError, OSError, ValueError, UnicodeDecodeError) as e:
         raise StoreCommandError(f"{path}: damaged or not a sweeper store export ({type(e).__name__}: {e}); "
                                 "export it again") from None

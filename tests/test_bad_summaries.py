@@ -12,7 +12,10 @@ import pytest
 from tests.conftest import H200, sweep_from_fixture
 
 ROOT = Path(__file__).resolve().parent.parent
-BAD = ["null", "[]", '{"jobs": 5}', '{"jobs": [], "counts": [1]}']
+# the last two: job entries of another shape (no job number, a folder that is a number):
+# `aggregate` once crashed on them with a KeyError naming no file
+BAD = ["null", "[]", '{"jobs": 5}', '{"jobs": [], "counts": [1]}', '{"jobs": [{"index": "a"}]}',
+       '{"jobs": [{"num": 0, "dir": 5}]}']
 
 
 def test_a_later_dry_run_skips_sweeps_whose_summary_is_no_sweeps(tmp_path):
@@ -27,7 +30,9 @@ def test_a_later_dry_run_skips_sweeps_whose_summary_is_no_sweeps(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "AttributeError" not in proc.stderr
     for i, why in enumerate(["holds NoneType, not an object", "holds list, not an object",
-                             "holds `jobs` that is not a list of jobs", "holds `counts` that is not an object"]):
+                             "holds `jobs` that is not a list of jobs", "holds `counts` that is not an object",
+                             "holds a job entry without a job number and folder ({'index': 'a'})",
+                             "holds a job entry without a job number and folder ({'num': 0, 'dir': 5})"]):
         assert f"warning: skipped {outputs / '2026-01-01' / f'00-00-0{i}'}: its summary.json {why}" in proc.stderr
 
 

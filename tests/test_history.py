@@ -225,7 +225,7 @@ def test_identical_nights_flag_nothing_and_a_slower_gpu_is_flagged_with_its_kern
     # each flag shows the change, the noise it was held against, and the verdict
     assert "| densenet121 b16 train fp16 | 30.57 | 45.85 | +50.0 | " in proc.stdout
     assert "densenet121 b16 train fp16: slower (kernel time)" in proc.stdout
-    assert proc.stdout.count("## ") == 6 and "+50.0 | slower |" in proc.stdout  # kernels listed per job
+    assert proc.stdout.count("\n### ") == 6 and "+50.0 | slower |" in proc.stdout  # kernels listed per job
     table = pd.read_csv(tmp_path / "cmp" / "compare_jobs.csv")
     assert set(table["verdict"]) == {"slower"} and (table["noise_pct"] < 50).all()
     assert f"wrote {tmp_path / 'cmp' / 'compare_jobs.csv'}" in proc.stdout  # says where it wrote
@@ -402,7 +402,7 @@ def test_three_nights_on_a_two_node_cluster_are_compared_and_a_slower_copy_is_fl
     slow_down(copy, 3.0)
     proc = history("compare", copy, "--fail-on-regression", "--threshold", "25", check_rc=1)
     assert "2 of 2 jobs flagged (2 slower" in proc.stdout, proc.stdout
-    assert proc.stdout.count("## ") == 2 and "| slower |" in proc.stdout  # each job's kernels listed
+    assert proc.stdout.count("\n### ") == 2 and "| slower |" in proc.stdout  # each job's kernels listed
 
 
 def h200_nights(root: Path) -> Path:
@@ -426,7 +426,7 @@ def test_h200_nights_identical_runs_flag_nothing_and_a_loaded_gpu_flags_every_jo
     proc = history("compare", nights / "night4", "--fail-on-regression", check_rc=1)
     assert "4 of 4 jobs flagged (4 slower" in proc.stdout
     assert "the spread over the 3 complete sweeps" in proc.stdout  # nights 1-3 as history
-    assert "## convnext_tiny b32 infer fp16: slower (kernel time)" in proc.stdout
+    assert "### convnext_tiny b32 infer fp16: slower (kernel time)" in proc.stdout
     assert "| conv2d_c1_k1_nhwc_specialized | library_mm_conv | 0.714 | 2.828 |" in proc.stdout
 
 
@@ -445,4 +445,4 @@ def test_a_nightlys_report_opens_with_what_changed_then_the_findings(tmp_path):
     assert "convnext_tiny b32 infer fp16: slower (kernel time)" in first and "most moved kernel" in first
     # night2 against night1: nothing flagged, and the first screen says so
     calm = aggregate(nights / "night2").read_text()
-    assert "0 of 4 jobs flagged" in calm and "Nothing moved beyond its noise." in calm
+    assert "0 of 4 jobs flagged: of the 4 judged, none moved beyond its noise." in calm

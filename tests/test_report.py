@@ -73,14 +73,14 @@ def test_tables_hold_the_records_values(gpu_sweep):
 
 
 def test_figures_have_the_jobs_they_should(gpu_sweep):
-    from sweeper.reporting import figures as fg
+    from sweeper.reporting.sweep_figures import all_figures
     from sweeper.reporting import tables
 
     sweep, records, _ = gpu_sweep
     recs = [dict(records[n], job=dict(records[n]["job"], id=str(n))) for n in sorted(records)]
     jobs, cats, bench = tables.jobs_table(recs), tables.categories_table(recs), tables.microbench_table(recs)
     assert bench.empty  # these records predate the microbenchmarks
-    figs = {f.name: f for f in fg.all_figures(jobs, cats, bench, sweep / "figures-check")}
+    figs = {f.name: f for f in all_figures(jobs, cats, bench, sweep / "figures-check")}
     # forward and backward apart for modules; the CUDA-graphs job (no module view) by its step
     assert "mixnet_l b128 train fp16  ·  forward_0" in figs["categories"].jobs
     assert "mixnet_l b128 train fp16  ·  backward_1" in figs["categories"].jobs

@@ -45,13 +45,13 @@ def test_microbench_table_holds_every_benchmarked_kernel(example):
 
 
 def test_roofline_and_headroom_are_drawn_from_the_microbenchmarks(example):
-    from sweeper.reporting import figures as fg
+    from sweeper.reporting.sweep_figures import all_figures
     from sweeper.reporting import tables
 
     sweep, records, _ = example
     recs = [dict(records[n], job=dict(records[n]["job"], id=str(n))) for n in sorted(records)]
     jobs, cats, bench = tables.jobs_table(recs), tables.categories_table(recs), tables.microbench_table(recs)
-    figs = {f.name: f for f in fg.all_figures(jobs, cats, bench, sweep / "figures-check")}
+    figs = {f.name: f for f in all_figures(jobs, cats, bench, sweep / "figures-check")}
     assert figs["roofline"].path is not None
     assert set(figs["roofline"].jobs) == set(jobs["label"])  # every job of the sweep was benchmarked on the GPU
     assert figs["autotune"].jobs == ("resnet18 b32 infer fp16",)

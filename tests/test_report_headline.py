@@ -38,13 +38,13 @@ def test_resumed_jobs_carry_the_compile_of_their_stopped_runs(headline):
 
 
 def test_the_missions_pair_and_each_models_autotune_pair_are_drawn(headline):
-    from sweeper.reporting import figures as fg
+    from sweeper.reporting.sweep_figures import all_figures
     from sweeper.reporting import tables
 
     sweep, records, _ = headline
     recs = [dict(records[n], job=dict(records[n]["job"], id=str(n))) for n in sorted(records)]
     jobs, cats, bench = tables.jobs_table(recs), tables.categories_table(recs), tables.microbench_table(recs)
-    pairs = {f.name: f for f in fg.all_figures(jobs, cats, bench, sweep / "figures-check")}["pairs"]
+    pairs = {f.name: f for f in all_figures(jobs, cats, bench, sweep / "figures-check")}["pairs"]
     assert pairs.path is not None
     assert sum("(autotune only)" in c for c in pairs.jobs) == 2  # mixnet_l and densenet121, off against on
     assert any("densenet121" in c and "mixnet_l" in c and "(model pair)" in c for c in pairs.jobs)

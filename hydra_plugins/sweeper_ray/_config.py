@@ -54,6 +54,102 @@ class RayLauncherConf:
     runtime_env: dict[str, Any] = field(default_factory=dict)
 
 
+# The least value of each numeric setting, and whether the value itself is allowed;
+# None (null) is allowed wherever the type is Optional.
+LEAST: dict[str, tuple[float, bool]] = {
+    "connect_timeout_s": (0, False),
+    "num_gpus_per_job": (0, False),
+    "num_cpus_per_job": (0, False),
+    "max_retries_on_node_loss": (0, True),
+}
+CHOICES: dict[str, tuple[str, ...]] = {"compile_threads": ("auto", "all", "share")}
+_WORDS = {"true": True, "false": False, "on": True, "off": False}
+
+
+def _setting_types() -> dict[str, Any]:
+    import typing
+    from dataclasses import fields
+
+    hints = typing.get_type_hints(RayLauncherConf)
+    return {f.name: hints[f.name] for f in fields(RayLauncherConf) if f.name != "_target_"}
+
+
+def setting_problem(key: str, value: Any) -> str | None:
+    """What is wrong with hydra.launcher.<key>=<value>: an unknown key (with the closest
+    names), a value of the wrong type, below its least value or outside its choices; None
+    if nothing. The value as the command line or a composed config holds it."""
+    import difflib
+    import typing
+
+    types = _setting_types()
+    name = f"hydra.launcher.{key}"
+    if key not in types:
+        close = difflib.get_close_matches(key, list(types), n=3, cutoff=0.5)
+        return (f"{name}: no such launcher setting" + (f"; did you mean {', '.join(close)}?" if close else "")
+                + f" (the settings: {', '.join(types)}; docs/running.md)")
+    tp = types[key]
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    nullable = typing.get_origin(tp) is typing.Union and type(None) in typing.get_args(tp)
+    plain = args[0] if nullable and len(args) == 1 else tp
+    if value is None or (isinstance(value, str) and value.lower() == "null"):
+        return None if nullable else f"{name}=null: this setting must have a value"
+    if plain is bool:
+        if isinstance(value, bool) or str(value).lower() in _WORDS:
+            return None
+        return f"{name}={value}: true or false"
+    if plain in (int, float):
+        if isinstance(value, str):
+            try:
+                value = int(value) if plain is int else float(value)
+            except ValueError:
+                return f"{name}={value}: {'a whole number' if plain is int else 'a number'}"
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (plain is int and not isinstance(value, int)):
+            return f"{name}={value}: {'a whole number' if plain is int else 'a number'}"
+        if value != value:  # nan
+            return f"{name}={value}: a number"
+        least, allowed = LEAST.get(key, (float("-inf"), True))
+        if value < least or (value == least and not allowed):
+            return f"{name}={value}: {'at least' if allowed else 'more than'} {least:g}"
+    if key in CHOICES and str(value) not in CHOICES[key]:
+        return f"{name}={value}: one of {', '.join(CHOICES[key])}"
+    if key == "jobs_per_gpu":
+        from sweeper.sweep import packing
+
+        try:
+            packing.parse_jobs_per_gpu(value)
+        except packing.PackingError as e:
+            return str(e)
+    return None
+
+
+def scratch_problem(path: str) -> str | None:
+    """Why the job folders cannot go under scratch_dir on this machine, None if they can:
+    made (with its parents) and written to, as each job's folder will be."""
+    import tempfile
+
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".sweeper-write-check"):
+            pass
+    except OSError as e:
+        return (f"hydra.launcher.scratch_dir={path}: cannot be written ({e.strerror or e}); give a folder this "
+                "user can write, e.g. hydra.launcher.scratch_dir=/tmp/sweeper-scratch")
+    return None
+
+
+def settings_problems(conf: dict) -> list[str]:
+    """Every problem of a composed launcher config (setting_problem for each key, and on
+    this machine, for an embedded Ray, the scratch folder written to)."""
+    out = [p for k, v in conf.items() if k != "_target_" and k != "runtime_env"
+           for p in [setting_problem(k, v)] if p]
+    full = with_defaults(conf)
+    if not out and not cluster_address(full):  # a cluster's nodes hold their own scratch folders
+        problem = scratch_problem(str(full["scratch_dir"]))
+        if problem:
+            out.append(problem)
+    return out
+
+
 def with_defaults(conf: dict) -> dict:
     """The launcher's settings with every key present: Hydra's composed config has them
     all; a caller that passes only some (the tests) gets the rest from the dataclass, so

@@ -38,7 +38,7 @@ from typing import Any, Sequence
 
 from hydra.core.utils import JobReturn, JobStatus, configure_log, setup_globals
 
-from hydra_plugins.sweeper_ray._config import cluster_address, with_defaults
+from hydra_plugins.sweeper_ray._config import cluster_address, settings_problems, with_defaults
 from hydra_plugins.sweeper_ray._machine import cpu_only, local_gpu_name, local_gpus, local_slots, nvml_gpus
 from hydra_plugins.sweeper_ray._ray import (ResultsNotWritten, collect, init_ray, job_resources, record_without_worker,
                                              run_in_worker, salvage, scratch_key)
@@ -390,14 +390,11 @@ def expected_time(conf: dict, jobs: list[Job], sweep_dir: Path, slots: int) -> t
 
 
 def check_launcher(conf: dict) -> None:
-    conf = with_defaults(conf)
-    value = conf["compile_threads"]
-    if value not in ("auto", "all", "share"):
-        raise SweepConfigError(f"hydra.launcher.compile_threads={value}: one of auto, all, share; no job was run")
-    try:
-        packing.parse_jobs_per_gpu(conf["jobs_per_gpu"])
-    except packing.PackingError as e:
-        raise SweepConfigError(f"{e}; no job was run") from None
+    """Every launcher setting of the composed config (_config.settings_problems), all listed."""
+    found = settings_problems(dict(conf))
+    if found:
+        raise SweepConfigError(f"{len(found)} launcher setting problem(s); no job was run:\n"
+                               + "\n".join(f"  {p}" for p in found))
 
 
 def packing_of(conf: dict, nodes: list[dict], jobs: int, cpu_jobs: bool) -> tuple[int, str]:

@@ -19,7 +19,7 @@ from hydra_plugins.sweeper_ray._address import check_ray_address
 from hydra_plugins.sweeper_ray._config import cluster_address, with_defaults
 from hydra_plugins.sweeper_ray._reaper import watch_embedded_ray
 from sweeper.job_spec import JobSpec
-from sweeper.record import Record, atomic_write_bytes, relocate, write_record
+from sweeper.record import Record, atomic_write_bytes, no_colour, relocate, write_record
 from sweeper.sweep.control import Job
 from sweeper.sweep.job_process import failed_record
 from sweeper.sweep.validate import SweepConfigError, stop_on_problem
@@ -63,6 +63,12 @@ def init_ray(conf: dict) -> str:
         if e.code == signal.SIGTERM:
             raise KeyboardInterrupt("SIGTERM while Ray started") from None
         raise
+    # ray.init leaves a native SIGTERM handler of the driver's core worker that aborts the
+    # process (exit 134): the sweep's own goes back at once, so that only a SIGTERM in the
+    # last moments of ray.init itself meets it (docs/reliability.md)
+    from sweeper.sweep.control import sigterm_as_interrupt
+
+    sigterm_as_interrupt()
     return f"started an embedded local Ray on 127.0.0.1 (no dashboard, {token_auth_state()})"
 
 
@@ -311,6 +317,23 @@ def unpack(bundle: bytes, dest: Path) -> None:
         tar.extractall(dest, filter="data")
 
 
+def ray_error_line(e: BaseException) -> str:
+    """What a Ray error says went wrong, in one line without colour codes: a task's
+    exception is its message's last line (`PermissionError: ... '/proc/x'`); its first is
+    only the task's name and process (`ray::run_in_worker() (pid=...)`)."""
+    lines = [x.strip() for x in no_colour(str(e)).strip().splitlines() if x.strip()]
+    if not lines:
+        return type(e).__name__
+    last = lines[-1] if isinstance(e, ray_task_error()) and len(lines) > 1 else lines[0]
+    return last[:300]
+
+
+def ray_task_error() -> type:
+    import ray
+
+    return ray.exceptions.RayTaskError
+
+
 def collect(ref, job: Job, duration: float, scratch_job_dir: Path) -> Record:
     """The job's record in the sweep folder, whatever happened to its worker."""
     import ray
@@ -318,7 +341,7 @@ def collect(ref, job: Job, duration: float, scratch_job_dir: Path) -> Record:
     try:
         result = ray.get(ref)
     except ray.exceptions.RayError as e:
-        reason = f"Ray task failed ({type(e).__name__}): {str(e).strip().splitlines()[0][:300]}"
+        reason = f"Ray task failed ({type(e).__name__}): {ray_error_line(e)}"
         salvage({job.job_dir: scratch_job_dir})
         return record_without_worker(job, reason, duration, scratch_job_dir)
     record = relocate(result["record"], result["scratch"], str(job.job_dir))

@@ -14,6 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only; no display on CI or a cluster node
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from sweeper.analysis.categories import CATEGORIES, category_label  # noqa: E402
@@ -34,11 +35,38 @@ class Figure:
     jobs: tuple[str, ...] = ()  # the labels drawn, for tests and the report
 
 
+DPI = 110
+# The report shows a figure at most this wide (its page's width, report._STYLE): a wider
+# PNG is scaled down, and its text with it.
+DISPLAY_WIDTH_PX = 1300
+# Above this many finished jobs a figure of one bar (or one legend entry) a job becomes a
+# strip: the figures then group jobs by model family and variant, or show the top ones and
+# say how many they leave out.
+MANY_JOBS = 24
+TOP_ROWS = 30  # rows a ranked figure keeps
+HEATMAP_ROWS = 60  # rows of the shares heatmap: jobs up to this many, else family x variant groups
+MIN_TEXT_PX = 8.0  # the smallest text a figure may show at its displayed size
+
+# path -> (width px, smallest text's height px as displayed); read by tests and the bench
+GEOMETRY: dict[str, tuple[int, float]] = {}
+
+
+def text_px(fig) -> float:
+    """The smallest text of a figure, in pixels as the report shows it: font size (points)
+    at DPI, scaled down as the page scales the PNG to DISPLAY_WIDTH_PX."""
+    from matplotlib.text import Text
+
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    width = fig.get_figwidth() * DPI
+    return (min(sizes) if sizes else 10.0) * DPI / 72 * min(1.0, DISPLAY_WIDTH_PX / width)
+
+
 def save(fig, path: Path) -> Path:
-    """Write a figure as PNG (tight layout, 110 dpi) and free it."""
+    """Write a figure as PNG (tight layout, DPI) and free it; its geometry is kept in GEOMETRY."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    GEOMETRY[str(path)] = (int(fig.get_figwidth() * DPI), round(text_px(fig), 2))
+    fig.savefig(path, dpi=DPI)
     plt.close(fig)
     return path
 
@@ -145,6 +173,9 @@ def pairs_figure(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> Figur
     title = "pairs of jobs side by side: category shares of the step, busy %"
     step = cats[cats["scope"] == "step"]
     pairs = [p for p in pairs if {p.a["job"], p.b["job"]} <= set(step["job"])]
+    if len(pairs) > MAX_PAIRS:  # the pairs whose shares differ most; the rest said in the title
+        title += f": {MAX_PAIRS} of {len(pairs)} pairs, those whose category shares differ most (one a kind first)"
+        pairs = _most_different(pairs, step)[:MAX_PAIRS]
     if not pairs:
         note = "no two finished jobs differ in one key only (cudagraphs, autotune, amp, batch_size)"
         if set(MODEL_PAIR) & set(_ok(jobs)["model"]):  # a sweep of neither model was never after that pair
@@ -176,6 +207,33 @@ def pairs_figure(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> Figur
     axes[0, 0].legend(list(handles.values()), list(handles), loc="upper left", bbox_to_anchor=(1.08, 1.0), fontsize=7)
     return Figure("pairs", title + ": " + "; ".join(p.caption for p in pairs), _save(fig, out_dir, "pairs"), None,
                   tuple(p.caption for p in pairs))
+
+
+MAX_PAIRS = 12  # pairs a pairs or autotune figure draws
+
+
+def _most_different(pairs: list, step: pd.DataFrame) -> list:
+    """Pairs ordered by how far apart their two jobs' category shares are (the sum of the
+    shares' differences, in points), the most different first."""
+    shares = step.pivot_table(index="job", columns="category", values="share_pct", aggfunc="sum").fillna(0)
+
+    def apart(p) -> float:
+        a, b = p.a["job"], p.b["job"]
+        return float((shares.loc[a] - shares.loc[b]).abs().sum()) if a in shares.index and b in shares.index else 0.0
+
+    from sweeper.reporting.overview import family
+
+    ranked = sorted(pairs, key=lambda p: -apart(p))
+    # one pair a kind first (the key they differ in, the model family): twelve copies of one
+    # comparison say less than twelve comparisons; the model pair always
+    seen: set = set()
+    first: list = []
+    rest: list = []
+    for p in ranked:
+        kind = (p.key, family(p.a["model"]))
+        (first if kind not in seen or p.key == "model" else rest).append(p)
+        seen.add(kind)
+    return [p for p in first if p.key == "model"] + [p for p in first if p.key != "model"] + rest
 
 
 def busy_figure(jobs: pd.DataFrame, out_dir: Path) -> Figure:
@@ -229,22 +287,32 @@ def autotune_figure(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame,
     pairs = autotune_pairs(jobs)
     if not pairs:
         return Figure("autotune", title, None, "no pair of finished jobs differing only in autotune")
+    if len(pairs) > MAX_PAIRS:  # the pairs max-autotune changed most, faster or slower
+        title = f"max-autotune on against off, the {MAX_PAIRS} of {len(pairs)} pairs it changed most"
+        pairs = sorted(pairs, key=lambda p: -abs(np.log(float(p[0]["compiled_step_ms"] or 1)
+                                                        / float(p[1]["compiled_step_ms"] or 1))))[:MAX_PAIRS]
     pair_jobs = {int(row["job"]) for pair in pairs for row in pair}
     head = bench[bench["job"].isin(pair_jobs)].dropna(subset=["headroom_pct"]) if not bench.empty else bench
     panels = 3 if not head.empty else 2
     if panels == 3:  # the title names only the panels drawn
         title += ", kernel headroom"
     # wide enough for the category key beside the second panel (tight_layout makes room)
-    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels + 2, max(3.6, 1.8 + 0.9 * len(pairs))))
+    fig, axes = plt.subplots(1, panels, figsize=(4.4 * panels + 1.5, max(3.6, 1.8 + 0.9 * len(pairs))))
     ax1, ax2 = axes[0], axes[1]
     names = [off["label"] for off, _ in pairs]
     y = range(len(pairs))
-    ax1.barh([i - 0.2 for i in y], [off["compiled_step_ms"] for off, _ in pairs], height=0.4, label="autotune off")
-    ax1.barh([i + 0.2 for i in y], [on["compiled_step_ms"] for _, on in pairs], height=0.4, label="autotune on")
+    if len(pairs) > 4:  # steps of other sizes side by side: each pair's ratio reads, milliseconds do not
+        ratio = [float(off["compiled_step_ms"]) / float(on["compiled_step_ms"]) for off, on in pairs]
+        ax1.barh(list(y), ratio, height=0.6, color=["tab:green" if r >= 1 else "tab:red" for r in ratio])
+        ax1.axvline(1, color="0.4", linewidth=0.8)
+        ax1.set_xlabel("compiled step, off / on (x; over 1: faster with it)")
+    else:
+        ax1.barh([i - 0.2 for i in y], [off["compiled_step_ms"] for off, _ in pairs], height=0.4, label="autotune off")
+        ax1.barh([i + 0.2 for i in y], [on["compiled_step_ms"] for _, on in pairs], height=0.4, label="autotune on")
+        ax1.set_xlabel("compiled step (ms)")
+        ax1.legend(fontsize=8)
     ax1.set_yticks(list(y), names, fontsize=8)
     ax1.invert_yaxis()
-    ax1.set_xlabel("compiled step (ms)")
-    ax1.legend(fontsize=8)
     step = cats[cats["scope"] == "step"]
     bars, left = [], {}
     for off, on in pairs:
@@ -272,7 +340,7 @@ def autotune_figure(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame,
         ax3.axvline(0, color="grey", linewidth=1)
         ax3.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=8)
         ax3.invert_yaxis()
-        ax3.set_xlabel("per kernel: best candidate config faster than the chosen (%)")
+        ax3.set_xlabel("per kernel: best candidate config\nfaster than the chosen (%)")
     fig.suptitle(title)
     return Figure("autotune", title, _save(fig, out_dir, "autotune"), None, tuple(names))
 
@@ -338,12 +406,3 @@ def compile_figure(jobs: pd.DataFrame, out_dir: Path) -> Figure:
     ax.legend(fontsize=8, loc="lower right")  # the key inside the figure
     ax.set_title(title)
     return Figure("compile", title, _save(fig, out_dir, "compile"), None, tuple(ok["label"]))
-
-
-def all_figures(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame, out_dir: Path) -> list[Figure]:
-    figures = [shares_figure(jobs, cats, out_dir), busy_figure(jobs, out_dir), pairs_figure(jobs, cats, out_dir),
-               categories_figure(jobs, cats, out_dir), autotune_figure(jobs, cats, bench, out_dir),
-               roofline_figure(bench, out_dir), compile_figure(jobs, out_dir)]
-    if device_word(jobs) == "CPU":  # the roofline needs a GPU's microbenchmarks: not even a note
-        figures = [f for f in figures if f.name != "roofline"]
-    return figures

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from sweeper.analysis.categories import (CATEGORIES, LIBRARY, TRITON_PERSISTENT, TRITON_POINTWISE, TRITON_REDUCTION,
@@ -45,6 +46,7 @@ MEMORY_CATEGORIES = (TRITON_POINTWISE, TRITON_REDUCTION, TRITON_PERSISTENT)  # a
 MEMORY_MIN_MB = 1.0  # a kernel moving less a launch is latency-bound: its launch, not its bytes, is its cost
 ACROSS_MIN_PP = 15.0
 ACROSS_TOP = 3  # the categories that stand out most
+BUSY_LISTED = 12  # jobs whose busy figures a finding lists side by side; more: their spread
 MODULE_VIEW_MAX_PP = 1.5
 
 # Layout transforms by kernel name: cuDNN's own NCHW <-> NHWC conversions, ATen's strided
@@ -87,20 +89,35 @@ def _num(x) -> float | None:
     return None if x is None or pd.isna(x) else float(x)
 
 
+def by_job(table: pd.DataFrame) -> dict:
+    """job -> its rows (one grouping, then a look-up a job: a sweep of 1,000 jobs would
+    otherwise filter its whole kernels table 1,000 times)."""
+    return {j: g for j, g in table.groupby("job", sort=False)}
+
+
+def _rows_of(groups: dict, job, like: pd.DataFrame) -> pd.DataFrame:
+    return groups.get(job, like.iloc[0:0])
+
+
 def where_time_goes(jobs: pd.DataFrame, cats: pd.DataFrame, kernels: pd.DataFrame) -> list[Finding]:
     out = []
     step_cats, step_kernels = cats[cats["scope"] == "step"], kernels[kernels["scope"] == "step"]
+    cats_of, kernels_of = by_job(step_cats), by_job(step_kernels)
     for _, r in _ok(jobs).iterrows():
-        mine = step_cats[step_cats["job"] == r["job"]].sort_values("share_pct", ascending=False)
+        mine = _rows_of(cats_of, r["job"], step_cats).sort_values("share_pct", ascending=False)
         mine = mine[mine["share_pct"] > 0]
         if mine.empty:
             continue
         dev = "GPU" if _gpu(r) else "CPU"
         top, total = mine.iloc[0], float(mine["device_ms"].sum())
-        text = (f"{r['label']}: {float(top['share_pct']):.0f}% of its {dev} time a step ({_ms(total)}) goes to "
-                f"{category_label(top['category'], dev)}")
+        step, eager = _num(r.get("compiled_step_ms")), _num(r.get("eager_step_ms"))
+        slower = step is not None and eager is not None and step > eager
+        text = (f"{r['label']}: its compiled step is slower than eager, {_ms(step)} against {_ms(eager)} "
+                f"({eager / step:.2f}x); {slower_causes(r)}. " if slower and step and eager else f"{r['label']}: ")
+        text += (f"{float(top['share_pct']):.0f}% of its {dev} time a step ({_ms(total)}) goes to "
+                 f"{category_label(top['category'], dev)}")
         figures = {"category": top["category"], "share_pct": float(top["share_pct"]), "device_ms": total}
-        costliest = step_kernels[step_kernels["job"] == r["job"]].sort_values("share_pct", ascending=False)
+        costliest = _rows_of(kernels_of, r["job"], step_kernels).sort_values("share_pct", ascending=False)
         if len(costliest):
             k = costliest.iloc[0]
             text += f"; its costliest kernel, {_short(str(k['kernel']))}, {float(k['share_pct']):.0f}%"
@@ -109,14 +126,38 @@ def where_time_goes(jobs: pd.DataFrame, cats: pd.DataFrame, kernels: pd.DataFram
             nxt = mine.iloc[1]
             text += f"; then {category_label(nxt['category'], dev)} {float(nxt['share_pct']):.0f}%"
         text += "."
-        step, eager = _num(r.get("compiled_step_ms")), _num(r.get("eager_step_ms"))
-        if step is not None and eager is not None and step > 0:
+        if step is not None and eager is not None and step > 0 and not slower:
             text += f" The compiled step takes {_ms(step)} against {_ms(eager)} eager ({eager / step:.2f}x)"
             busy = _num(r.get("busy_pct"))
             text += f"; the GPU is busy {busy:.0f}% of it." if dev == "GPU" and busy is not None else "."
-            figures.update(compiled_step_ms=step, eager_step_ms=eager)
+        if step is not None and eager is not None:
+            figures.update(compiled_step_ms=step, eager_step_ms=eager, slower_than_eager=slower)
         out.append(Finding("where_time_goes", r["label"], text, f"#kernels-{r['job']}", figures))
     return out
+
+
+SMALL_BATCH = 4  # a batch this small or smaller: per-step overheads weigh more than the kernels' work
+
+
+def slower_causes(row) -> str:
+    """What a job's record can tell about why its compiled step is slower than eager: a
+    busy host, unsteady timings, graph breaks, a small batch, a CPU; or that it names none."""
+    causes = []
+    busy = _num(row.get("host_busy_cores"))
+    if busy is not None and busy >= 1:
+        causes.append(f"other work kept {busy:.1f} cores of the host busy while it measured")
+    iqr = _num(row.get("timing_iqr_pct"))
+    if iqr is not None and iqr >= 15:
+        causes.append(f"its timed rounds varied by {iqr:.0f}% (interquartile range)")
+    graphs = _num(row.get("compiled_graphs"))
+    if graphs is not None and graphs > 1:
+        causes.append(f"it compiled into {graphs:.0f} graphs (graph breaks: time between them runs eager)")
+    batch = _num(row.get("batch_size"))
+    if batch is not None and batch <= SMALL_BATCH:
+        causes.append(f"a batch of {batch:.0f}, where per-step overheads outweigh the kernels' work")
+    if not _gpu(row):
+        causes.append("on a CPU, Inductor's C++ kernels against ATen's own")
+    return ("what the record shows: " + "; ".join(causes)) if causes else "the record shows no cause (an idle host, steady timings, one graph)"
 
 
 def launch_bound(jobs: pd.DataFrame) -> list[Finding]:
@@ -148,10 +189,15 @@ def launch_bound(jobs: pd.DataFrame) -> list[Finding]:
 def layout_conversions(jobs: pd.DataFrame, kernels: pd.DataFrame) -> list[Finding]:
     out = []
     step = kernels[kernels["scope"] == "step"]
+    step = step[step["job"].isin(_ok(jobs)["job"])]
+    names = step["kernel"].astype(str)
+    step = step[names.str.contains("|".join(p.pattern for _, p in LAYOUT_KERNELS), case=False)
+                | names.str.contains("nhwc", case=False)]  # the only kernels this rule reads
+    kernels_of = by_job(step)
     for _, r in _ok(jobs).iterrows():
         if not _gpu(r):
             continue
-        mine = step[step["job"] == r["job"]]
+        mine = _rows_of(kernels_of, r["job"], step)
         parts = []
         for what, pattern in LAYOUT_KERNELS:
             hit = mine[mine["kernel"].astype(str).str.contains(pattern)]
@@ -189,6 +235,7 @@ def _op_kind(name: str) -> str | None:
 def autotune(jobs: pd.DataFrame, kernels: pd.DataFrame) -> list[Finding]:
     out = []
     step = kernels[kernels["scope"] == "step"]
+    kernels_of = by_job(step)
     for p in one_key_pairs(jobs):
         if p.key != "autotune":
             continue
@@ -204,13 +251,13 @@ def autotune(jobs: pd.DataFrame, kernels: pd.DataFrame) -> list[Finding]:
         if lib is not None:
             text += (f" Without it, libraries (cuDNN, cuBLAS) hold {lib:.0f}% of the GPU time and Triton "
                      f"{triton:.0f}%;")
-        mine = step[step["job"] == on["job"]]
+        mine = _rows_of(kernels_of, on["job"], step)
         kinds: dict[str, list[float]] = {}
-        for _, k in mine.iterrows():
-            kind = _op_kind(str(k["kernel"]))
+        for name, category, count in zip(mine["kernel"], mine["category"], mine["count"]):
+            kind = _op_kind(str(name))
             if kind:
                 t = kinds.setdefault(kind, [0.0, 0.0])
-                t[0 if k["category"] == TRITON_TEMPLATE else 1] += float(k["count"])
+                t[0 if category == TRITON_TEMPLATE else 1] += float(count)
         won = " and ".join(f"{t:.0f} of {t + lib_:.0f} {kind} launches" for kind, (t, lib_) in sorted(kinds.items())
                            if t + lib_)
         template = _num(on.get(f"share_{TRITON_TEMPLATE}"))
@@ -275,20 +322,60 @@ def across_runs(jobs: pd.DataFrame) -> list[Finding]:
         if col not in ok or ok[col].isna().all():
             continue
         shares = ok.set_index("label")[col].fillna(0.0)
-        for label, share in shares.items():
-            others = shares.drop(label)
-            median = float(others.median())
+        for (label, share), median in zip(shares.items(), medians_of_others(shares.to_numpy(dtype=float))):
             if abs(share - median) >= ACROSS_MIN_PP:
                 out.append(Finding("across_runs", "across jobs",
                                    f"{label} spends {share:.0f}% of its {_dev(ok)} time in {name.split(' (')[0]}, "
                                    f"against {median:.0f}% for the other jobs (their median).", "#fig-shares",
                                    {"job": label, "category": cat, "share_pct": float(share), "others_median_pct": median}))
-    out = sorted(out, key=lambda f: -abs(f.figures["share_pct"] - f.figures["others_median_pct"]))[:ACROSS_TOP]
+    out = sorted(out, key=lambda f: -abs(f.figures["share_pct"] - f.figures["others_median_pct"]))
+    out = (_grouped_by_category(out, _dev(ok)) if len(ok) > BUSY_LISTED else out)[:ACROSS_TOP]
     busy = ok.dropna(subset=["busy_pct"]).sort_values(["model", "batch_size", "label"])
-    if len(busy) >= 2:
+    if 2 <= len(busy) <= BUSY_LISTED:
         side = ", ".join(f"{r['label']} {r['busy_pct']:.0f}%" for _, r in busy.iterrows())
         out.append(Finding("across_runs", "across jobs", f"{_dev(ok)} busy side by side: {side}.", "#fig-busy",
                            {"busy_pct": dict(zip(busy["label"], busy["busy_pct"]))}))
+    elif len(busy) > BUSY_LISTED:  # too many to list: the spread, and the least busy by name
+        low = busy.nsmallest(3, "busy_pct")
+        out.append(Finding("across_runs", "across jobs", f"{_dev(ok)} busy over {len(busy)} jobs: median "
+                           f"{busy['busy_pct'].median():.0f}%, from {busy['busy_pct'].min():.0f}% to "
+                           f"{busy['busy_pct'].max():.0f}%; the least busy: " + ", ".join(
+                               f"{r['label']} {r['busy_pct']:.0f}%" for _, r in low.iterrows()) + ".", "#fig-busy",
+                           {"busy_pct": dict(zip(busy["label"], busy["busy_pct"]))}))
+    return out
+
+
+def _grouped_by_category(found: list[Finding], dev: str) -> list[Finding]:
+    """A large sweep's across-jobs findings, one a category: the jobs that stand out in
+    it named together (the first three, then how many more), in the order of the job that
+    stands out most."""
+    groups: dict[str, list[Finding]] = {}
+    for f in found:
+        groups.setdefault(f.figures["category"], []).append(f)
+    out = []
+    for cat, fs in groups.items():
+        if len(fs) == 1:
+            out.append(fs[0])
+            continue
+        shares = [f.figures["share_pct"] for f in fs]
+        names = ", ".join(f.figures["job"] for f in fs[:3]) + (f" and {len(fs) - 3} more" if len(fs) > 3 else "")
+        median = fs[0].figures["others_median_pct"]
+        out.append(Finding("across_runs", "across jobs",
+                           f"{len(fs)} jobs spend {min(shares):.0f}-{max(shares):.0f}% of their {dev} time in "
+                           f"{CATEGORIES[cat].split(' (')[0]}, against {median:.0f}% for the other jobs (their "
+                           f"median): {names}.", "#fig-shares",
+                           {"jobs": [f.figures["job"] for f in fs], "category": cat, "share_pct": shares[0],
+                            "others_median_pct": median}))
+    return out
+
+
+def medians_of_others(values: np.ndarray) -> list[float]:
+    """For each value, the median of all the others (sorted once, not once a value)."""
+    order = np.sort(values)
+    out = []
+    for v in values:
+        i = int(np.searchsorted(order, v))  # one copy of v taken out
+        out.append(float(np.median(np.delete(order, i))) if len(order) > 1 else float("nan"))
     return out
 
 
@@ -302,8 +389,9 @@ def module_view(jobs: pd.DataFrame, cats: pd.DataFrame) -> tuple[list[Finding], 
     and backward, or its inference) against its step's: the largest difference, and a
     finding where it passes MODULE_VIEW_MAX_PP."""
     rows, out = [], []
+    cats_of = by_job(cats)
     for _, r in _ok(jobs).iterrows():
-        mine = cats[cats["job"] == r["job"]]
+        mine = _rows_of(cats_of, r["job"], cats)
         step, modules = mine[mine["scope"] == "step"], mine[mine["scope"] != "step"]
         if step.empty or modules.empty:
             continue

@@ -13,8 +13,13 @@ def _note_naming(jobs, column: str, threshold: float, describe, text: str) -> li
     if hit.empty:
         return []
     # the job number from its own column: a row of an all-number frame holds it as a float
-    named = ", ".join(f"#{job} ({describe(row)})" for job, (_, row) in zip(hit["job"], hit.iterrows()))
+    named = ", ".join(f"#{job} ({describe(row)})" for job, (_, row) in zip(hit["job"][:NAMED], hit.head(NAMED).iterrows()))
+    if len(hit) > NAMED:  # a large sweep's note names the first few, and says how many more
+        named += f" and {len(hit) - NAMED} more (the jobs table's `{column}` column)"
     return [text.format(named=named)]
+
+
+NAMED = 10  # jobs a note names
 
 
 # Other work on this many cores while a job measured is worth a warning: on two H200s a
@@ -142,7 +147,21 @@ def packing_notes(jobs) -> list[str]:
     return [text]
 
 
+def slower_than_eager_notes(jobs) -> list[str]:
+    """A note naming the finished jobs whose compiled step is slower than their eager step."""
+    if "speedup" not in jobs:
+        return []
+    hit = jobs[(jobs["status"] == "ok") & (jobs["speedup"] < 1)]
+    if hit.empty:
+        return []
+    named = ", ".join(f"#{job} {label} ({speedup:.2f}x)" for job, label, speedup
+                      in zip(hit["job"][:NAMED], hit["label"][:NAMED], hit["speedup"][:NAMED]))
+    more = f" and {len(hit) - NAMED} more" if len(hit) > NAMED else ""
+    return [f"compiled slower than eager: {named}{more}. Each job's finding says what its record shows about why "
+            "(a busy host, unsteady timings, graph breaks, a small batch)"]
+
+
 def all_notes(jobs) -> list[str]:
     """Every note about the sweep's jobs, in the order the report shows them."""
-    return (packing_notes(jobs) + busy_nvml_notes(jobs) + busy_host_notes(jobs) + unsteady_timing_notes(jobs)
+    return (slower_than_eager_notes(jobs) + packing_notes(jobs) + busy_nvml_notes(jobs) + busy_host_notes(jobs) + unsteady_timing_notes(jobs)
             + launch_speed_notes(jobs) + microbench_failed_notes(jobs))

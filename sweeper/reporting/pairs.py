@@ -40,18 +40,27 @@ def _value(row: pd.Series, key: str) -> str:
 
 
 def one_key_pairs(jobs: pd.DataFrame) -> list[Pair]:
-    """Pairs of finished jobs whose configurations differ in one of PAIR_KEYS only."""
+    """Pairs of finished jobs whose configurations differ in one of PAIR_KEYS only, in the
+    order of their job numbers. Found by grouping the jobs on every other field, key by
+    key: a 1,000-job sweep has half a million pairs of jobs to look at otherwise."""
     ok = jobs[jobs["status"] == "ok"].sort_values("job")
     rows = [(r, key_fields(r["key"])) for _, r in ok.iterrows()]
+    found = []
+    for key in PAIR_KEYS:
+        apart = {key, "amp_dtype"} if key == "amp" else {key}  # amp_dtype follows amp
+        groups: dict[frozenset, list[int]] = {}
+        for i, (_, fields) in enumerate(rows):
+            groups.setdefault(frozenset((k, v) for k, v in fields.items() if k not in apart), []).append(i)
+        for members in groups.values():
+            for n, i in enumerate(members):
+                for j in members[n + 1:]:
+                    if rows[i][1].get(key) != rows[j][1].get(key):
+                        found.append((i, j, key))
     pairs = []
-    for i, (ra, pa) in enumerate(rows):
-        for rb, pb in rows[i + 1:]:
-            differ = {k for k in set(pa) | set(pb) if pa.get(k) != pb.get(k)}
-            if "amp" in differ:
-                differ.discard("amp_dtype")
-            if len(differ) == 1 and (key := differ.pop()) in PAIR_KEYS:
-                a, b = (ra, rb) if _order(ra, key) <= _order(rb, key) else (rb, ra)
-                pairs.append(Pair(key, a, b))
+    for i, j, key in sorted(found):
+        ra, rb = rows[i][0], rows[j][0]
+        a, b = (ra, rb) if _order(ra, key) <= _order(rb, key) else (rb, ra)
+        pairs.append(Pair(key, a, b))
     return pairs
 
 

@@ -3,8 +3,9 @@ an earlier one, job by job and kernel by kernel (reads folders, writes nothing).
 
 Only complete sweeps count: summary.json says the sweep ended on its own (`complete`)
 and no job was cancelled. A running, interrupted or cancelled sweep is skipped with a
-one-line note. Tables are built in memory from the records (sweeper/reporting/load.py),
-so comparing never writes into a sweep folder."""
+one-line note. An earlier sweep is read from the tables its aggregate wrote (tables/*.parquet)
+where they are as new as its records, else built in memory from the records
+(sweeper/reporting/load.py); comparing never writes into a sweep folder."""
 
 from __future__ import annotations
 
@@ -14,10 +15,11 @@ from pathlib import Path
 from typing import Callable
 
 import pandas as pd
+from pyarrow.lib import ArrowException
 
 from sweeper.analysis import regression as rg
 from sweeper.reporting import tables
-from sweeper.reporting.load import AggregateError, load_sweep, summary_problem
+from sweeper.reporting.load import AggregateError, LoadedSweep, read_sweep, summary_problem
 
 HISTORY_SWEEPS = 7  # earlier complete sweeps whose spread counts as a job's noise
 
@@ -70,14 +72,120 @@ def complete_sweeps_under(outputs: Path, depth: int = 2) -> tuple[list[Path], li
 class SweepTables:
     path: Path
     jobs: pd.DataFrame
-    kernels: pd.DataFrame
+    kernels: pd.DataFrame  # the step's kernels (scope "step") at least
     started_at: str = ""
+    source: str = "records"  # where the tables came from: "records" or "tables" (its Parquet files)
+    unreadable: dict[int, str] = field(default_factory=dict)  # job number -> why its record could not be read
+    overrides: dict[int, tuple] = field(default_factory=dict)  # job number -> its overrides (summary.json)
+    _by_job: dict | None = field(default=None, repr=False)
+
+    def kernels_of(self, job: int) -> pd.DataFrame:
+        """One job's kernel rows (grouped once: a compare of 1,000 jobs looks up each)."""
+        if self._by_job is None:
+            self._by_job = {j: g for j, g in self.kernels.groupby("job", sort=False)}
+        return self._by_job.get(job, self.kernels.iloc[0:0])
+
+
+# what a comparison reads of the kernels table: the step's kernels only
+_KERNEL_READ = ["job", "label", "scope", "kernel", "category", "device_ms", "count", "share_pct", "source"]
+
+
+def _from_parquet(sweep: Path, kernels: bool = True) -> SweepTables | None:
+    """The sweep's tables as its aggregate wrote them, where they are at least as new as
+    summary.json and every result.json (else a resume or a re-run changed the records
+    since) and hold every column this version reads; None otherwise."""
+    tdir = Path(sweep) / "tables"
+    jobs_path, kernels_path = tdir / "jobs.parquet", tdir / "kernels.parquet"
+    try:
+        written = min(jobs_path.stat().st_mtime, kernels_path.stat().st_mtime)
+        newest = max([(Path(sweep) / "summary.json").stat().st_mtime]
+                     + [p.stat().st_mtime for p in Path(sweep).glob("*/result.json")])
+    except OSError:
+        return None
+    if written < newest:
+        return None
+    try:
+        jobs = pd.read_parquet(jobs_path)
+        if not set(tables.JOB_COLUMNS) <= set(jobs.columns):  # written by an older sweeper
+            return None
+        overrides = _overrides(sweep)
+        if overrides and set(jobs["job"]) != set(overrides):  # a job its aggregate left out: the records say why
+            return None
+        step = _step_kernels(kernels_path) if kernels else pd.DataFrame(columns=_KERNEL_READ)
+    except (OSError, ValueError, KeyError, ArrowException):  # unreadable or of another shape: the records decide
+        return None
+    return SweepTables(Path(sweep), jobs, step, started_at(sweep), source="tables", overrides=overrides)
+
+
+def _overrides(sweep: Path) -> dict[int, tuple]:
+    """Job number -> its overrides, from the sweep's summary.json (empty if unreadable)."""
+    summary = _summary(sweep)
+    return {} if isinstance(summary, str) else _overrides_of(summary)
+
+
+def _overrides_of(summary: dict) -> dict[int, tuple]:
+    return {j["num"]: tuple(j.get("overrides") or []) for j in summary.get("jobs") or []}
+
+
+def _step_kernels(path: Path) -> pd.DataFrame:
+    """The step's rows of a kernels.parquet. Its strings read dictionary-encoded, each name
+    once, then as the tables hold them: a 1,000-job table's names read as 270,000 strings
+    took 170 MB more at their peak than this."""
+    import pyarrow.parquet as pq
+
+    names = ["label", "scope", "kernel", "category", "source"]
+    table = pq.read_table(path, columns=_KERNEL_READ, filters=[("scope", "==", "step")], read_dictionary=names)
+    kernels = table.to_pandas(split_blocks=True, self_destruct=True)
+    del table
+    for c in names:
+        kernels[c] = kernels[c].astype(object)
+    return kernels
 
 
 def sweep_tables(sweep: Path) -> SweepTables:
-    _, records, _ = load_sweep(Path(sweep))
-    recs = [records[n] for n in sorted(records)]
-    return SweepTables(Path(sweep), tables.jobs_table(recs), tables.kernels_table(recs), started_at(sweep))
+    """An earlier sweep's jobs and kernels: from its Parquet tables where they are current
+    (_from_parquet), else from its records."""
+    found = _from_parquet(Path(sweep))
+    if found is not None:
+        return found
+    return loaded_tables(read_sweep(Path(sweep)))
+
+
+def history_tables(sweep: Path) -> SweepTables:
+    """An earlier sweep's jobs alone, as the history's noise reads them (no kernels)."""
+    found = _from_parquet(Path(sweep), kernels=False)
+    if found is not None:
+        return found
+    return loaded_tables(read_sweep(Path(sweep)))
+
+
+def loaded_tables(sweep: LoadedSweep) -> SweepTables:
+    """The SweepTables of a sweep already read (the aggregate's own)."""
+    return SweepTables(sweep.path, sweep.jobs, sweep.kernels, sweep.started_at, unreadable=dict(sweep.unreadable),
+                       overrides=_overrides_of(sweep.summary))
+
+
+UNREADABLE = "unreadable"  # the status of a job whose result.json could not be read
+
+
+def with_unreadable(t: SweepTables, other: SweepTables) -> SweepTables:
+    """`t` with a row for each job whose record could not be read, status UNREADABLE and
+    the reason (naming the file), keyed as the job of `other` that ran the same overrides
+    (summary.json), so that a compare sees a changed status, not a job gone or new."""
+    if not t.unreadable:
+        return t
+    by_overrides = {o: n for n, o in other.overrides.items()}
+    other_jobs = other.jobs.set_index("job")
+    rows = []
+    for num, why in sorted(t.unreadable.items()):
+        twin = by_overrides.get(t.overrides.get(num, ()))
+        if twin is not None and twin in other_jobs.index:
+            key, label = other_jobs.at[twin, "key"], other_jobs.at[twin, "label"]
+        else:
+            key, label = f"unreadable #{num}", f"#{num} {' '.join(t.overrides.get(num, ()))}".strip()
+        rows.append({"job": num, "key": key, "label": label, "status": UNREADABLE, "reason": why})
+    jobs = pd.concat([t.jobs, pd.DataFrame(rows).reindex(columns=t.jobs.columns)], ignore_index=True)
+    return SweepTables(t.path, jobs, t.kernels, t.started_at, t.source, t.unreadable, t.overrides)
 
 
 def grid(sweep: Path) -> frozenset:
@@ -152,7 +260,7 @@ def job_detail(old: SweepTables, new: SweepTables, key: str, threshold_pct: floa
         if rows.empty:
             rows = t.jobs[t.jobs["key"] == key]
         row = rows.iloc[0]
-        return row, t.kernels[t.kernels["job"] == row["job"]]
+        return row, t.kernels_of(row["job"])
 
     def shares(row: pd.Series) -> pd.Series:  # the jobs table's share_<category> columns
         cols = [c for c in row.index if c.startswith(tables.JOB_SHARE_PREFIX)]
@@ -169,19 +277,23 @@ def job_detail(old: SweepTables, new: SweepTables, key: str, threshold_pct: floa
 
 
 def compare_sweeps(new: Path, old: Path, threshold_pct: float = rg.DEFAULT_THRESHOLD_PCT,
-                   kernels: str = "flagged", history_sweeps: int = HISTORY_SWEEPS) -> Comparison:
+                   kernels: str = "flagged", history_sweeps: int = HISTORY_SWEEPS,
+                   new_tables: SweepTables | None = None) -> Comparison:
     """`new` against `old`, each job's noise including the history of complete sweeps under
     old's parent folder up to old (the last `history_sweeps`). kernels: "flagged" (kernel
-    diffs of flagged jobs), "all", or "none"."""
+    diffs of flagged jobs), "all", or "none". new_tables: new's tables where the caller
+    has read them already (the aggregate); the earlier sweeps are read from their tables."""
     for s in (new, old):
         ok, why = sweep_state(s)
         if not ok:
             raise AggregateError(f"{s} is not a complete sweep ({why}); compare complete sweeps only")
-    t_new, t_old = sweep_tables(new), sweep_tables(old)
+    t_new, t_old = new_tables or sweep_tables(new), sweep_tables(old)
+    t_new, t_old = with_unreadable(t_new, t_old), with_unreadable(t_old, t_new)
     earlier, _ = complete_sweeps_under(Path(old).resolve().parent, depth=1)
     mine = started_at(old)
     hist_paths = [s for s in earlier if started_at(s) <= mine and s != Path(new).resolve()][-history_sweeps:]
-    history = [sweep_tables(s) for s in hist_paths]
+    # the history's jobs only (the old sweep is one of them, already read)
+    history = [t_old if s == t_old.path.resolve() else history_tables(s) for s in hist_paths]
     gpu_of = dict(zip(t_new.jobs["key"], t_new.jobs["gpu"].where(t_new.jobs["gpu"].notna(), None)))
     enough = len(history) >= rg.HISTORY_MIN
     noise = history_noise(history, gpu_of) if enough else {}
@@ -189,9 +301,16 @@ def compare_sweeps(new: Path, old: Path, threshold_pct: float = rg.DEFAULT_THRES
     table = rg.compare_jobs(t_old.jobs, t_new.jobs, threshold_pct, noise, device_noise)
     table["label"] = table["key"].map(tables.distinct_labels(
         {k: (k, lab) for k, lab in zip(table["key"], table["label"])}))
+    unreadable: dict = {}
+    for t in (t_new, t_old):  # an unreadable record's why names its file
+        bad = t.jobs[t.jobs["status"] == UNREADABLE]
+        unreadable.update(dict(zip(bad["key"], bad["reason"])))
+    hit = table["key"].isin(list(unreadable)) & table["verdict"].str.startswith("status ")
+    table.loc[hit, "why"] = table.loc[hit, "key"].map(unreadable)
     cmp = Comparison(t_old, t_new, threshold_pct, table, len(history))
     both = table[table["status_old"].notna() & table["status_new"].notna()]
     keys = {"all": list(both["key"]), "flagged": list(rg.flagged(both)["key"]), "none": []}[kernels]
+    keys = [k for k in keys if k not in unreadable]  # nothing of its kernels to read
     noise = {r["key"]: kernel_noise(r) for _, r in both.iterrows()}
     cmp.details = {k: job_detail(t_old, t_new, k, threshold_pct, noise[k]) for k in keys}
     return cmp
@@ -205,14 +324,14 @@ def kernel_noise(row) -> float | None:
     return None if value is None or pd.isna(value) else float(value)
 
 
-def earlier_comparison(sweep: Path) -> tuple[Comparison | None, list[str]]:
+def earlier_comparison(sweep: LoadedSweep) -> tuple[Comparison | None, list[str]]:
     """For the report: this sweep against the latest earlier complete sweep of the same
     grid beside it, if this one is complete and there is one; and notes on what failed."""
-    if not sweep_state(sweep)[0]:
+    if not sweep_state(sweep.path)[0]:
         return None, []
     try:
-        old, _ = earlier_sweep(sweep, same_grid=True)
-        return (compare_sweeps(sweep, old) if old else None), []
+        old, _ = earlier_sweep(sweep.path, same_grid=True)
+        return (compare_sweeps(sweep.path, old, new_tables=loaded_tables(sweep)) if old else None), []
     except AggregateError as e:
         return None, [f"no comparison with an earlier sweep: {e}"]
 
@@ -229,11 +348,14 @@ def _one_build(t: SweepTables, value: str) -> SweepTables:
     return SweepTables(t.path, jobs, t.kernels[t.kernels["job"].isin(jobs["job"])], t.started_at)
 
 
-def compare_builds(sweep: Path, threshold_pct: float = rg.DEFAULT_THRESHOLD_PCT) -> list[Comparison]:
+def compare_builds(sweep: Path | LoadedSweep, threshold_pct: float = rg.DEFAULT_THRESHOLD_PCT,
+                   kernels: str = "all") -> list[Comparison]:
     """Within one sweep, the jobs of each later value of `python` against the same jobs of
     the first (in the sweep's order): the nightly compare between builds that ran side by
-    side, each pair's noise its two runs' own. Every pair gets a kernel-level diff."""
-    t = sweep_tables(sweep)
+    side, each pair's noise its two runs' own. Every pair gets a kernel-level diff
+    (kernels="flagged": flagged pairs only, as a large sweep's page shows them).
+    `sweep`: a folder, or the sweep already read (the aggregate's)."""
+    t = loaded_tables(sweep) if isinstance(sweep, LoadedSweep) else sweep_tables(sweep)
     values = [v for v in dict.fromkeys(t.jobs[BUILD_KEY]) if isinstance(v, str) and v]
     if len(values) < 2:
         return []
@@ -244,6 +366,7 @@ def compare_builds(sweep: Path, threshold_pct: float = rg.DEFAULT_THRESHOLD_PCT)
         table = rg.compare_jobs(base.jobs, other.jobs, threshold_pct)
         cmp = Comparison(base, other, threshold_pct, table, 0, between=(BUILD_KEY, values[0], value))
         both = table[table["status_old"].notna() & table["status_new"].notna()]
-        cmp.details = {k: job_detail(base, other, k, threshold_pct) for k in both["key"]}
+        keys = both["key"] if kernels == "all" else rg.flagged(both)["key"]
+        cmp.details = {k: job_detail(base, other, k, threshold_pct) for k in keys}
         out.append(cmp)
     return out

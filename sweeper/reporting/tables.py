@@ -11,6 +11,7 @@ Parquet and CSV into <sweep>/tables/.
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime
 from typing import Any, Mapping
 
@@ -52,6 +53,7 @@ JOB_COLUMNS: dict[str, str] = {
     "eager_step_ms": "median eager step, ms",
     "compiled_step_ms": "median compiled step, ms",
     "speedup": "eager / compiled step time",
+    "compiled_graphs": "graphs the step compiled into (its forward or inference modules captured); more than one: graph breaks",
     "peak_memory_mb": "peak allocated device memory, MiB (none on a CPU)",
     "busy_pct": "step: union of kernel intervals per step over the unprofiled step time, % (capped at 100)",
     "nvml_util_pct": "step: NVML's GPU utilization while the unprofiled step ran in a loop, % (GPU jobs only)",
@@ -293,48 +295,52 @@ def unique_labels(records: list[Record]) -> dict[int, str]:
     return distinct_labels({job_num(r): (job_key(ran_config(r)), record_label(r)) for r in records})
 
 
-def jobs_table(records: list[Record]) -> pd.DataFrame:
-    rows = []
-    names = unique_labels(records)
-    shared = shared_gpu(records)
-    for rec in records:
-        cfg, step = ran_config(rec), rec.get("step") or {}
-        env, job = rec.get("environment") or {}, rec.get("job") or {}
-        row = {
-            "job": job_num(rec),
-            "label": names[job_num(rec)],
-            "key": job_key(cfg),
-            **{k: cfg.get(k) for k in ("model", "mode", "batch_size", "image_size", "amp", "amp_dtype",
-                                       "cudagraphs", "autotune", "device", "python", "compile_mode")},
-            "status": rec.get("status"),
-            "reason": rec.get("reason"),
-            "phase": rec.get("phase"),
-            **headline(rec),  # the figures summary.json shows, under the same names
-            "device_ms": step.get("device_ms"),
-            "kernel_launches": step.get("kernel_launches"),
-            "nvml_expected_pct": nvml_expected_pct(step.get("busy_pct"), step.get("kernel_launches"),
-                                                   step.get("busy_wall_ms")) if env.get("gpu") else None,
-            "steady_step_ms": ((rec.get("timings") or {}).get("steady_loop") or {}).get("step_ms"),
-            "autotune_seeded": ((rec.get("timings") or {}).get("autotune_store") or {}).get("seeded_entries"),
-            "compile_state": compile_state(rec.get("timings") or {}),
-            "compile_s_before": compile_s_before(rec.get("timings") or {}),
-            "cpp_builds": cpp_builds(rec.get("timings") or {}),
-            "compile_bytes": ((rec.get("timings") or {}).get("compile_store") or {}).get("job_bytes"),
-            "step_noise_pct": step_noise_pct(rec.get("timings") or {}),
-            **_microbench_failed(rec),
-            **_lease(rec),
-            "shared_gpu_with": shared.get(job_num(rec)),
-            "rerun_alone": job.get("rerun_alone"),
-            "gpu": env.get("gpu"),
-            "torch": env.get("torch"),
-            "duration_s": job.get("duration_s"),
-            "dir": job.get("dir"),
-            "log": (rec.get("artifacts") or {}).get("log"),
-        }
-        cats = step.get("categories") or {}
-        for cat in CATEGORIES:
-            row[JOB_SHARE_PREFIX + cat] = (cats.get(cat) or {}).get("share_of_device_pct", 0.0) if cats else None
-        rows.append(row)
+def job_row(rec: Record, label: str | None, shared: str | None) -> dict:
+    """One job's row of the jobs table (JOB_COLUMNS, then the share_<category> columns);
+    label and shared_gpu_with as unique_labels and shared_gpu give them over the sweep."""
+    cfg, step = ran_config(rec), rec.get("step") or {}
+    env, job = rec.get("environment") or {}, rec.get("job") or {}
+    row = {
+        "job": job_num(rec),
+        "label": label,
+        "key": job_key(cfg),
+        **{k: cfg.get(k) for k in ("model", "mode", "batch_size", "image_size", "amp", "amp_dtype",
+                                   "cudagraphs", "autotune", "device", "python", "compile_mode")},
+        "status": rec.get("status"),
+        "reason": rec.get("reason"),
+        "phase": rec.get("phase"),
+        **headline(rec),  # the figures summary.json shows, under the same names
+        "device_ms": step.get("device_ms"),
+        "kernel_launches": step.get("kernel_launches"),
+        "compiled_graphs": sum(1 for m in rec.get("modules") or [] if m.get("role") in ("forward", "inference"))
+        if rec.get("modules") else None,
+        "nvml_expected_pct": nvml_expected_pct(step.get("busy_pct"), step.get("kernel_launches"),
+                                               step.get("busy_wall_ms")) if env.get("gpu") else None,
+        "steady_step_ms": ((rec.get("timings") or {}).get("steady_loop") or {}).get("step_ms"),
+        "autotune_seeded": ((rec.get("timings") or {}).get("autotune_store") or {}).get("seeded_entries"),
+        "compile_state": compile_state(rec.get("timings") or {}),
+        "compile_s_before": compile_s_before(rec.get("timings") or {}),
+        "cpp_builds": cpp_builds(rec.get("timings") or {}),
+        "compile_bytes": ((rec.get("timings") or {}).get("compile_store") or {}).get("job_bytes"),
+        "step_noise_pct": step_noise_pct(rec.get("timings") or {}),
+        **_microbench_failed(rec),
+        **_lease(rec),
+        "shared_gpu_with": shared,
+        "rerun_alone": job.get("rerun_alone"),
+        "gpu": env.get("gpu"),
+        "torch": env.get("torch"),
+        "duration_s": job.get("duration_s"),
+        "dir": job.get("dir"),
+        "log": (rec.get("artifacts") or {}).get("log"),
+    }
+    cats = step.get("categories") or {}
+    for cat in CATEGORIES:
+        row[JOB_SHARE_PREFIX + cat] = (cats.get(cat) or {}).get("share_of_device_pct", 0.0) if cats else None
+    return row
+
+
+def jobs_frame(rows: list[dict]) -> pd.DataFrame:
+    """The jobs table from job_row()s, in job order."""
     columns = list(JOB_COLUMNS) + [JOB_SHARE_PREFIX + c for c in CATEGORIES]
     df = pd.DataFrame(rows, columns=columns)
     if df["speedup"].isna().any():  # older records: derive it where both times exist
@@ -343,45 +349,70 @@ def jobs_table(records: list[Record]) -> pd.DataFrame:
     return df.sort_values("job", kind="stable").reset_index(drop=True)
 
 
-def _scopes(records: list[Record]):
-    """(job, label, scope, role, breakdown) for each job's step and each module that has a
+def jobs_table(records: list[Record]) -> pd.DataFrame:
+    names, shared = unique_labels(records), shared_gpu(records)
+    return jobs_frame([job_row(rec, names[job_num(rec)], shared.get(job_num(rec))) for rec in records])
+
+
+def _scopes_of(rec: Record, label: str | None):
+    """(job, label, scope, role, breakdown) for a job's step and each module that has a
     breakdown."""
-    names = unique_labels(records)
-    for rec in records:
-        job = job_num(rec)
-        if rec.get("step"):
-            yield job, names[job], "step", "step", rec["step"]
-        for m in rec.get("modules") or []:
-            if m.get("breakdown"):
-                yield job, names[job], m["label"], m.get("role"), m["breakdown"]
+    job = job_num(rec)
+    if rec.get("step"):
+        yield job, label, "step", "step", rec["step"]
+    for m in rec.get("modules") or []:
+        if m.get("breakdown"):
+            yield job, label, m["label"], m.get("role"), m["breakdown"]
+
+
+def category_rows(rec: Record, label: str | None) -> list[dict]:
+    return [{"job": job, "label": lab, "scope": scope, "role": role, "category": cat,
+             "device_ms": c.get("device_ms"), "share_pct": c.get("share_of_device_pct"),
+             "pct_of_wall": c.get("pct_of_wall"), "launches": c.get("launches")}
+            for job, lab, scope, role, b in _scopes_of(rec, label)
+            for cat, c in (b.get("categories") or {}).items()]
 
 
 def categories_table(records: list[Record]) -> pd.DataFrame:
-    rows = [{"job": job, "label": label, "scope": scope, "role": role, "category": cat,
-             "device_ms": c.get("device_ms"), "share_pct": c.get("share_of_device_pct"),
-             "pct_of_wall": c.get("pct_of_wall"), "launches": c.get("launches")}
-            for job, label, scope, role, b in _scopes(records)
-            for cat, c in (b.get("categories") or {}).items()]
+    names = unique_labels(records)
+    rows = [row for rec in records for row in category_rows(rec, names[job_num(rec)])]
     return pd.DataFrame(rows, columns=list(CATEGORY_COLUMNS))
 
 
-def kernels_table(records: list[Record]) -> pd.DataFrame:
-    sources = {job_num(r): {k.get("name"): source_hash(k.get("kernel_path"))
-                            for k in ((r.get("kernel_table") or {}).get("rows") or [])} for r in records}
-    rows = [{"job": job, "label": label, "scope": scope, "kernel": k.get("name"), "category": k.get("category"),
+def kernel_rows(rec: Record, label: str | None) -> list[dict]:
+    sources = {k.get("name"): source_hash(k.get("kernel_path"))
+               for k in ((rec.get("kernel_table") or {}).get("rows") or [])}
+    # kernel names repeat (a job's step and its modules, jobs of one model, library kernels in
+    # every job): one string object each, not one a row (a 1,000-job table holds 800,000 rows)
+    return [{"job": job, "label": lab, "scope": scope, "kernel": _interned(k.get("name")),
+             "category": _interned(k.get("category")),
              "device_ms": k.get("device_ms"), "count": k.get("count"), "share_pct": k.get("share_of_device_pct"),
-             "pct_of_wall": k.get("pct_of_wall"), "source": sources.get(job, {}).get(k.get("name"))}
-            for job, label, scope, _, b in _scopes(records)
+             "pct_of_wall": k.get("pct_of_wall"), "source": sources.get(k.get("name"))}
+            for job, lab, scope, _, b in _scopes_of(rec, label)
             for k in b.get("kernels") or []]
+
+
+def kernels_table(records: list[Record]) -> pd.DataFrame:
+    names = unique_labels(records)
+    rows = [row for rec in records for row in kernel_rows(rec, names[job_num(rec)])]
     return pd.DataFrame(rows, columns=list(KERNEL_COLUMNS))
+
+
+def _interned(value):
+    return sys.intern(value) if isinstance(value, str) else value
+
+
+def bench_rows(rec: Record, label: str | None) -> list[dict]:
+    if rec.get("status") != "ok":
+        return []
+    return [{"job": job_num(rec), "label": label, "kernel": k.get("name"),
+             **{c: k.get(c) for c in BENCH_COLUMNS if c not in ("job", "label", "kernel")}}
+            for k in ((rec.get("kernel_table") or {}).get("rows") or []) if "share_of_triton_pct" in k]
 
 
 def microbench_table(records: list[Record]) -> pd.DataFrame:
     """The Triton kernels each GPU job selected and benchmarked (sweeper/analysis/kernels.py
     select_kernels, tasks/kernel_bench.py); CPU jobs have no such rows."""
     names = unique_labels(records)
-    rows = [{"job": job_num(r), "label": names[job_num(r)], "kernel": k.get("name"),
-             **{c: k.get(c) for c in BENCH_COLUMNS if c not in ("job", "label", "kernel")}}
-            for r in records if r.get("status") == "ok"
-            for k in ((r.get("kernel_table") or {}).get("rows") or []) if "share_of_triton_pct" in k]
+    rows = [row for rec in records for row in bench_rows(rec, names[job_num(rec)])]
     return pd.DataFrame(rows, columns=list(BENCH_COLUMNS))

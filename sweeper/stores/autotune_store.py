@@ -125,7 +125,26 @@ def read_doc_bytes(data: bytes, source: str) -> dict:
     if not isinstance(doc, dict) or not isinstance(doc.get("cache", {}), dict) \
             or not isinstance(doc.get("kernel_configs", {}), dict):
         raise StoreError(f"{source}: not an autotune cache file (no 'cache' mapping)")
+    problem = shape_problem(doc)
+    if problem:
+        raise StoreError(f"{source}: not an autotune cache file of this shape ({problem})")
     return doc
+
+
+def shape_problem(doc: dict) -> str | None:
+    """What in a document is not as the store keeps it, None if nothing: `cache` as op ->
+    inputs -> precision -> choice -> timing, `kernel_configs` and `kernel_code` as
+    mappings, `system` a mapping (or absent). Every reader then walks it without a check."""
+    for op, by_inputs in (doc.get("cache") or {}).items():
+        if not isinstance(by_inputs, dict):
+            return f"cache[{op!r}] is {type(by_inputs).__name__}, not a mapping of inputs"
+        for inputs, by_precision in by_inputs.items():
+            if not isinstance(by_precision, dict) or not all(isinstance(c, dict) for c in by_precision.values()):
+                return f"cache[{op!r}][{str(inputs)[:40]!r}] is not a mapping of precisions to choices"
+    for key in ("kernel_code", "system"):
+        if doc.get(key) is not None and not isinstance(doc[key], dict):
+            return f"{key} is {type(doc[key]).__name__}, not a mapping"
+    return None
 
 
 def _set_aside(path: Path, error: StoreError) -> str:

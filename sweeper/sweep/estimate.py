@@ -119,11 +119,25 @@ def describe(keys: list[str], labels: list[str], durations: dict[str, float], sl
                 f"sweeps under {outputs}")
     known = [durations[k] for k in keys if k in durations]
     missing = [lab for k, lab in zip(keys, labels) if k not in durations]
-    line = (f"expected duration: about {sweep_seconds(known, slots) / 60:.0f} min with {slots} at a time, from "
+    line = (f"expected duration: about {duration_words(sweep_seconds(known, slots))} with {slots} at a time, from "
             f"earlier records of {len(known)} of {len(keys)} jobs {where} (under {outputs})")
     if missing:
-        line += f"; not counted, no earlier record: {', '.join(missing)}"
+        named = ", ".join(missing[:MISSING_NAMED]) + (f" and {len(missing) - MISSING_NAMED} more"
+                                                      if len(missing) > MISSING_NAMED else "")
+        line += f"; not counted, no earlier record: {len(missing)} jobs ({named})"
     return line
+
+
+MISSING_NAMED = 8  # jobs without an earlier record the dry run names; the rest counted
+
+
+def duration_words(seconds: float) -> str:
+    """A duration as a person reads it: "40 s", "12 min", "2.5 h" (never "0 min")."""
+    if seconds < 90:
+        return f"{max(seconds, 1):.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def expected(overrides: dict[int, list[str]], outputs: Path, gpu: str | None, slots: int) -> tuple[str, float | None]:

@@ -18,7 +18,7 @@ from typing import Callable
 
 from sweeper.host_pause import LEASE_DIR, Watchdog, safe_name, wanted
 from sweeper.job_spec import JobSpec
-from sweeper.record import PHASE_MARK, Record, RecordError, new_record, read_record, write_record
+from sweeper.record import PHASE_MARK, Record, RecordError, new_record, no_colour, read_record, write_record
 from sweeper.stores import autotune_store, compile_store
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]  # holds sweeper/ and tasks/
@@ -58,7 +58,7 @@ def failed_record(spec: JobSpec, job_dir: Path, reason: str, duration_s: float, 
     """The record of a job that could not write its own (crash, time-out, lost worker)."""
     record = new_record(spec, job_dir)
     tail = log_tail(job_dir / "job.log")
-    record["status"], record["reason"], record["log_tail"] = status, reason, tail
+    record["status"], record["reason"], record["log_tail"] = status, no_colour(reason), tail
     record["phase"] = last_phase(job_dir / "job.log") or "process"
     record["job"]["duration_s"] = round(duration_s, 3)
     left = autotune_store.left_in(job_dir)

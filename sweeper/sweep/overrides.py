@@ -13,8 +13,10 @@ names; integer keys integers; null where a key may be unset. Beyond its type, ea
 checks a composed job gets (validate.setting_problem: a model timm lacks, a batch of 0),
 `inductor.*` names are looked up in Inductor's config, and device=cuda on a machine with
 no GPU is refused, so that a command with several problems lists them all at once.
-Hydra's groups (`+sweep=...`, `hydra/launcher=...`), `hydra.*` keys and `pythons.*` are
-left to Hydra and their own checks."""
+`hydra.launcher.*` settings are checked as the launcher declares them (type, least value,
+choices, the closest name of an unknown one). Hydra's groups (`+sweep=...`,
+`hydra/launcher=...`), other `hydra.*` keys and `pythons.*` are left to Hydra and their
+own checks."""
 
 from __future__ import annotations
 
@@ -93,6 +95,9 @@ def problems(args: list[str], groups: set[str]) -> list[str]:
             continue
         key = override.key_or_group
         top = key.split(".")[0]
+        if key.startswith("hydra.launcher.") and not override.is_delete():  # the launcher's settings, typed
+            out += launcher_problems(key[len("hydra.launcher."):], _values(override))
+            continue
         if override.is_delete() or top == "hydra" or "/" in key or top in groups or override.package:
             continue
         if top == "inductor" and key != top:  # free-form: Inductor's own config names them
@@ -101,7 +106,7 @@ def problems(args: list[str], groups: set[str]) -> list[str]:
         if top == "pythons" and key != top:  # free-form: checked when the sweep resolves them
             continue
         if key not in declared:
-            out.append(_undeclared(key, keys))
+            out.append(_undeclared(key, keys, plus=arg.startswith("+")))
             continue
         for value in _values(override):
             problem = value_problem(key, value, declared[key]) or setting_problem(key, _as_declared(value, declared[key]))
@@ -115,6 +120,22 @@ def problems(args: list[str], groups: set[str]) -> list[str]:
     if wants_cuda_without_gpu(args, groups):
         out.append("device=cuda, but there is no GPU here; use device=auto or device=cpu")
     return out
+
+
+def launcher_problems(key: str, values: list) -> list[str]:
+    """The problem of a hydra.launcher.<key> override (its first bad value), as the
+    launcher's own settings declare it (hydra_plugins/sweeper_ray/_config.py): the launcher
+    checks the composed config again, with the scratch folder."""
+    from hydra_plugins.sweeper_ray._config import setting_problem
+
+    top = key.split(".")[0]
+    if top == "runtime_env":  # free-form: Ray reads it
+        return []
+    for value in values:
+        problem = setting_problem(top if "." in key else key, value)
+        if problem:
+            return [problem]
+    return []
 
 
 def wants_cuda_without_gpu(args: list[str], groups: set[str]) -> bool:

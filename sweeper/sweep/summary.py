@@ -8,8 +8,8 @@ import shlex
 import time
 from pathlib import Path
 
-from sweeper.command_line import rerun_command
-from sweeper.record import Record, atomic_write_text
+from sweeper.command_line import rerun_command, sweep_dir_override
+from sweeper.record import Record, atomic_write_text, no_colour
 from sweeper.reporting.headline import busy_while_measuring, headline, launch_us, timing_iqr_pct  # noqa: F401 - also this module's
 
 SUMMARY_FILE = "summary.json"
@@ -20,7 +20,7 @@ def job_entry(num: int, overrides: list[str], job_dir: Path, record: Record, reu
         "num": num,
         "overrides": list(overrides),
         "status": record["status"],
-        "reason": record.get("reason"),
+        "reason": no_colour(record.get("reason")),
         "phase": record.get("phase"),
         "dir": str(job_dir),
         # where its log is: the job folder's, or where the node kept it (record_without_worker)
@@ -92,7 +92,7 @@ def closing_report(jobs: list[dict], sweep_dir: Path, command: list[str]) -> tup
             lines.append(f"Ray's own logs of its workers: {', '.join(ray_logs)}")
         args = " ".join(shlex.quote(a) for a in command if not a.startswith("hydra.sweep.dir="))
         lines.append("Re-run only the failed and missing jobs (finished ones are kept):")
-        lines.append(f"  python -m sweeper {args} hydra.sweep.dir={shlex.quote(str(sweep_dir))}")
+        lines.append(f"  python -m sweeper {args} {sweep_dir_override(sweep_dir)}")
         one = failed[0]
         lines.append("Re-run one job alone, e.g.:")
         lines.append(f"  {rerun_command(one['overrides'])}")

@@ -31,12 +31,15 @@ def undeclared_keys(cfg: dict) -> list[str]:
     return problems
 
 
-def _undeclared(key: str, declared: list[str]) -> str:
+def _undeclared(key: str, declared: list[str], plus: bool = True) -> str:
+    """An undeclared key's problem, with the closest declared names; plus: it was given
+    with a `+` (or came from a config file), which adds a key to Hydra's config but not to
+    sweeper's."""
     from difflib import get_close_matches
 
     close = get_close_matches(key, declared, n=3, cutoff=0.5)
     hint = f"did you mean {' or '.join(close)}?" if close else "`python -m sweeper --help` lists the keys"
-    return f"{key}: not a sweeper key ({hint}); a `+` in front does not make it one"
+    return f"{key}: not a sweeper key ({hint})" + ("; a `+` in front does not make it one" if plus else "")
 
 
 def check_declared_keys(cfg: dict) -> None:

@@ -1,0 +1,28 @@
+"""Which figures a sweep gets (figures.py draws them for a few jobs, many_jobs_figures.py
+for many): the list the report shows, in its order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from sweeper.reporting import figures as fg
+from sweeper.reporting import many_jobs_figures as many
+
+
+def all_figures(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame, out_dir: Path) -> list[fg.Figure]:
+    """Every figure of the sweep; past MANY_JOBS finished jobs, the per-job ones in their
+    grouped or ranked forms (sweeper/reporting/many_jobs_figures.py)."""
+    if len(fg._ok(jobs)) > fg.MANY_JOBS:
+        figures = [many.shares_heatmap(jobs, cats, out_dir), many.busy_by_group(jobs, out_dir),
+                   fg.pairs_figure(jobs, cats, out_dir), many.categories_top(jobs, cats, out_dir),
+                   fg.autotune_figure(jobs, cats, bench, out_dir), many.roofline_by_family(bench, jobs, out_dir),
+                   many.compile_ranked(jobs, out_dir)]
+    else:
+        figures = [fg.shares_figure(jobs, cats, out_dir), fg.busy_figure(jobs, out_dir), fg.pairs_figure(jobs, cats, out_dir),
+                   fg.categories_figure(jobs, cats, out_dir), fg.autotune_figure(jobs, cats, bench, out_dir),
+                   fg.roofline_figure(bench, out_dir), fg.compile_figure(jobs, out_dir)]
+    if fg.device_word(jobs) == "CPU":  # the roofline needs a GPU's microbenchmarks: not even a note
+        figures = [f for f in figures if f.name != "roofline"]
+    return figures
