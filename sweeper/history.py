@@ -215,11 +215,24 @@ def most_changed(data: pd.DataFrame, n: int) -> list[str]:
     return list(change[change >= TREND_MIN_CHANGE].sort_values(ascending=False).index[:n])
 
 
+def last_flagged(sweeps: list[Path], data: pd.DataFrame) -> list[str]:
+    """The trend's labels of the jobs that the last sweep's compare with the one before it
+    flags (sweeps.compare_sweeps, read from their tables); none with fewer than two sweeps."""
+    if len(sweeps) < 2:
+        return []
+    try:
+        cmp = sw.compare_sweeps(sweeps[-1], sweeps[-2], kernels="none")
+    except AggregateError:
+        return []
+    label_of = dict(zip(data["key"], data["label"]))
+    return [label_of[k] for k in cmp.flagged["key"] if k in label_of]
+
+
 def trend_figure(sweeps: list[Path], out: Path) -> tuple[Path, pd.DataFrame]:
     """Each job's compiled step over the sweeps. Up to TREND_LINES jobs, a line each in
     milliseconds; more, each job's step relative to its first sweep shown: the
-    middle 80% of jobs as a band with their median, and the TREND_LINES jobs that moved
-    most (last against first) as lines of their own."""
+    middle 80% of jobs as a band with their median, and as lines of their own the jobs the
+    last compare flags and the TREND_LINES that moved most (last against first)."""
     import matplotlib.dates as mdates
 
     from sweeper.reporting.figures import plt, save  # matplotlib, set up for files only
@@ -233,9 +246,12 @@ def trend_figure(sweeps: list[Path], out: Path) -> tuple[Path, pd.DataFrame]:
         band = rel.groupby("started")["ratio"].quantile([0.1, 0.5, 0.9]).unstack()
         ax.fill_between(band.index, band[0.1], band[0.9], color="0.85", label=f"middle 80% of {rel['label'].nunique()} jobs")
         ax.plot(band.index, band[0.5], color="0.4", linewidth=1.5, label="their median")
-        for label in most_changed(data, TREND_LINES):
+        flagged = last_flagged(sweeps, data)
+        lines = list(dict.fromkeys(flagged + most_changed(data, TREND_LINES)))[:max(TREND_LINES, len(flagged))]
+        for label in lines:
             g = rel[rel["label"] == label].sort_values("started")
-            ax.plot(g["started"], g["ratio"], marker="o", markersize=3, label=label)
+            ax.plot(g["started"], g["ratio"], marker="o", markersize=3,
+                    label=f"{label} (flagged)" if label in flagged else label)
         ax.axhline(1, color="0.5", linewidth=0.8, linestyle="--")
         ax.set_ylabel("compiled step against the job's first sweep shown (1 = unchanged)")
     else:
@@ -250,10 +266,11 @@ def trend_figure(sweeps: list[Path], out: Path) -> tuple[Path, pd.DataFrame]:
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     ax.set_xlabel("sweep started")
-    what = "compiled step time" + (f": the jobs that moved {TREND_MIN_CHANGE:.0%} or more (at most {TREND_LINES}), "
-                                   "the rest as a band" if many else "")
-    ax.set_title(f"{what} of the last complete sweep" if len(sweeps) == 1
-                 else f"{what} over the last {len(sweeps)} complete sweeps", fontsize=10)
+    what = "compiled step time" + (f"\nlines: the jobs the last compare flagged, and those that moved "
+                                   f"{TREND_MIN_CHANGE:.0%} or more (at most {TREND_LINES}); the rest as a band"
+                                   if many else "")
+    over = "of the last complete sweep" if len(sweeps) == 1 else f"over the last {len(sweeps)} complete sweeps"
+    ax.set_title(what.replace("\n", f" {over}\n", 1) if many else f"{what} {over}", fontsize=10)
     if len(data):
         ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1))
     return save(fig, out), data

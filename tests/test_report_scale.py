@@ -196,3 +196,18 @@ def test_one_key_pairs_finds_what_comparing_every_two_jobs_finds():
                 brute.append((key, {ra["job"], rb["job"]}))
     found = [(p.key, {p.a["job"], p.b["job"]}) for p in one_key_pairs(jobs)]
     assert found == brute and len(found) > 10
+
+
+def test_the_trend_of_many_jobs_draws_the_flagged_ones_and_a_band(nights, tmp_path):
+    from sweeper.history import TREND_LINES, last_flagged, most_changed, trend_data, trend_figure
+
+    first, second, _, _ = nights
+    data = trend_data([first, second])
+    assert not data.duplicated(["sweep", "key"]).any()  # one point a job and sweep (seeds stand as one)
+    assert not data["label"].str.contains(r" #\d+$").any()
+    flagged = last_flagged([first, second], data)
+    assert len(flagged) == 3 and any(lab.startswith("mixnet_l b128 train fp16") for lab in flagged)
+    moved = most_changed(data, TREND_LINES)
+    assert set(flagged) <= set(moved) and len(moved) == 3  # the others stayed within 2%: in the band
+    path, _ = trend_figure([first, second], tmp_path / "trend.png")
+    assert path.exists()

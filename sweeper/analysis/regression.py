@@ -266,18 +266,14 @@ def kernel_diff(old: pd.DataFrame, new: pd.DataFrame, threshold_pct: float = DEF
     m["change_pct"] = (m["device_ms_new"] / m["device_ms_old"] - 1) * 100
     m["change_ms"] = m["device_ms_new"].fillna(0) - m["device_ms_old"].fillna(0)
 
-    def what(r) -> str:
-        if pd.isna(r["device_ms_old"]):
-            return "appeared"
-        if pd.isna(r["device_ms_new"]):
-            return "vanished"
-        if isinstance(r["source_old"], str) and isinstance(r["source_new"], str) and r["source_old"] != r["source_new"]:
-            return "source changed"
-        if abs(r["change_pct"]) >= threshold_pct:
-            return "slower" if r["change_pct"] > 0 else "faster"
-        return ""
-
-    m["change"] = m.apply(what, axis=1) if len(m) else pd.Series(dtype=str)
+    # what changed, first that applies: appeared, vanished, another source, slower or faster
+    # (column-wise: a compare of 1,000 jobs asks it of 300,000 kernels)
+    both_sources = m["source_old"].map(lambda x: isinstance(x, str)) & m["source_new"].map(lambda x: isinstance(x, str))
+    m["change"] = np.select(
+        [m["device_ms_old"].isna(), m["device_ms_new"].isna(), both_sources & (m["source_old"] != m["source_new"]),
+         m["change_pct"].abs() >= threshold_pct],
+        ["appeared", "vanished", "source changed", np.where(m["change_pct"] > 0, "slower", "faster")],
+        default="") if len(m) else pd.Series(dtype=str)
     big = m[["share_pct_old", "share_pct_new"]].max(axis=1) >= min_share_pct
     out = m[(m["change"] != "") & big].copy()
     out = out.reindex(out["change_ms"].abs().sort_values(ascending=False).index)

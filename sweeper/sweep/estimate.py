@@ -121,10 +121,11 @@ def describe(keys: list[str], labels: list[str], durations: dict[str, float], sl
     missing = [lab for k, lab in zip(keys, labels) if k not in durations]
     line = (f"expected duration: about {duration_words(sweep_seconds(known, slots))} with {slots} at a time, from "
             f"earlier records of {len(known)} of {len(keys)} jobs {where} (under {outputs})")
-    if missing:
-        named = ", ".join(missing[:MISSING_NAMED]) + (f" and {len(missing) - MISSING_NAMED} more"
-                                                      if len(missing) > MISSING_NAMED else "")
-        line += f"; not counted, no earlier record: {len(missing)} jobs ({named})"
+    if missing and len(missing) <= MISSING_NAMED:
+        line += f"; not counted, no earlier record: {', '.join(missing)}"
+    elif missing:  # a large sweep: how many, the first few named
+        line += (f"; not counted, no earlier record: {len(missing)} jobs ({', '.join(missing[:MISSING_NAMED])} "
+                 f"and {len(missing) - MISSING_NAMED} more)")
     return line
 
 
