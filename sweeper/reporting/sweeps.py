@@ -253,14 +253,26 @@ class Comparison:
         return rg.flagged(self.jobs)
 
 
+def _row_of(t: SweepTables, key: str) -> pd.Series:
+    """The job of `key` that stands for it: the first that finished ok, else the first."""
+    rows = t.jobs[(t.jobs["key"] == key) & (t.jobs["status"] == "ok")]
+    return (rows if len(rows) else t.jobs[t.jobs["key"] == key]).iloc[0]
+
+
+def job_details(old: SweepTables, new: SweepTables, keys: list[str], threshold_pct: float,
+                noise: dict[str, float | None] | None = None) -> dict[str, JobDetail]:
+    """job_detail for many jobs, their kernel diffs made together (regression.kernel_diffs)."""
+    pairs = {k: (int(_row_of(old, k)["job"]), int(_row_of(new, k)["job"])) for k in keys}
+    diffs = rg.kernel_diffs(old.kernels, new.kernels, pairs, threshold_pct, noise=noise) if keys else {}
+    return {k: job_detail(old, new, k, threshold_pct, kernels=diffs[k]) for k in keys}
+
+
 def job_detail(old: SweepTables, new: SweepTables, key: str, threshold_pct: float,
-               noise_pct: float | None = None) -> JobDetail:
+               noise_pct: float | None = None, kernels: pd.DataFrame | None = None) -> JobDetail:
+    """One job in both sweeps; `kernels`: its kernel diff where made already (job_details)."""
     def one(t: SweepTables) -> tuple[pd.Series, pd.DataFrame]:
-        rows = t.jobs[(t.jobs["key"] == key) & (t.jobs["status"] == "ok")]
-        if rows.empty:
-            rows = t.jobs[t.jobs["key"] == key]
-        row = rows.iloc[0]
-        return row, t.kernels_of(row["job"])
+        row = _row_of(t, key)
+        return row, t.kernels_of(row["job"]) if kernels is None else t.kernels.iloc[0:0]
 
     def shares(row: pd.Series) -> pd.Series:  # the jobs table's share_<category> columns
         cols = [c for c in row.index if c.startswith(tables.JOB_SHARE_PREFIX)]
@@ -272,8 +284,8 @@ def job_detail(old: SweepTables, new: SweepTables, key: str, threshold_pct: floa
     seeded = [tables.state_of(r) for r in (r_old, r_new)]
     if seeded[0] != seeded[1]:  # a seeded compile skips autotuning, a warm one compiling: not the build's time
         figures[f"compile_s ({seeded[0]} -> {seeded[1]}: not comparable)"] = figures.pop("compile_s")
-    return JobDetail(r_new["label"], rg.kernel_diff(k_old, k_new, threshold_pct, noise_pct=noise_pct),
-                     shares(r_old), shares(r_new), figures)
+    diff = kernels if kernels is not None else rg.kernel_diff(k_old, k_new, threshold_pct, noise_pct=noise_pct)
+    return JobDetail(r_new["label"], diff, shares(r_old), shares(r_new), figures)
 
 
 def compare_sweeps(new: Path, old: Path, threshold_pct: float = rg.DEFAULT_THRESHOLD_PCT,
@@ -312,7 +324,7 @@ def compare_sweeps(new: Path, old: Path, threshold_pct: float = rg.DEFAULT_THRES
     keys = {"all": list(both["key"]), "flagged": list(rg.flagged(both)["key"]), "none": []}[kernels]
     keys = [k for k in keys if k not in unreadable]  # nothing of its kernels to read
     noise = {r["key"]: kernel_noise(r) for _, r in both.iterrows()}
-    cmp.details = {k: job_detail(t_old, t_new, k, threshold_pct, noise[k]) for k in keys}
+    cmp.details = job_details(t_old, t_new, keys, threshold_pct, noise)
     return cmp
 
 
@@ -367,6 +379,6 @@ def compare_builds(sweep: Path | LoadedSweep, threshold_pct: float = rg.DEFAULT_
         cmp = Comparison(base, other, threshold_pct, table, 0, between=(BUILD_KEY, values[0], value))
         both = table[table["status_old"].notna() & table["status_new"].notna()]
         keys = both["key"] if kernels == "all" else rg.flagged(both)["key"]
-        cmp.details = {k: job_detail(base, other, k, threshold_pct) for k in keys}
+        cmp.details = job_details(base, other, list(keys), threshold_pct)
         out.append(cmp)
     return out
