@@ -250,35 +250,8 @@ def kernel_diff(old: pd.DataFrame, new: pd.DataFrame, threshold_pct: float = DEF
     verdict was held against, the same rule), appeared, vanished or changed source. Kernels
     under `min_share_pct` of the step's device time on both sides are left out; largest
     absolute change first."""
-    if noise_pct is not None and not math.isnan(noise_pct):
-        threshold_pct = max(threshold_pct, noise_pct)
-    cols = ["kernel", "category", "device_ms", "share_pct", "source"]
-
-    def side(t: pd.DataFrame) -> pd.DataFrame:
-        t = t.reindex(columns=cols + ["scope"])
-        t = t[t["scope"] == "step"] if t["scope"].notna().any() else t
-        return t.groupby("kernel", as_index=False).agg(
-            category=("category", "first"), device_ms=("device_ms", "sum"), share_pct=("share_pct", "sum"),
-            source=("source", "first"))
-
-    m = side(old).merge(side(new), on="kernel", how="outer", suffixes=("_old", "_new"))
-    m["category"] = m["category_new"].fillna(m["category_old"])
-    m["change_pct"] = (m["device_ms_new"] / m["device_ms_old"] - 1) * 100
-    m["change_ms"] = m["device_ms_new"].fillna(0) - m["device_ms_old"].fillna(0)
-
-    # what changed, first that applies: appeared, vanished, another source, slower or faster
-    # (column-wise: a compare of 1,000 jobs asks it of 300,000 kernels)
-    both_sources = m["source_old"].map(lambda x: isinstance(x, str)) & m["source_new"].map(lambda x: isinstance(x, str))
-    m["change"] = np.select(
-        [m["device_ms_old"].isna(), m["device_ms_new"].isna(), both_sources & (m["source_old"] != m["source_new"]),
-         m["change_pct"].abs() >= threshold_pct],
-        ["appeared", "vanished", "source changed", np.where(m["change_pct"] > 0, "slower", "faster")],
-        default="") if len(m) else pd.Series(dtype=str)
-    big = m[["share_pct_old", "share_pct_new"]].max(axis=1) >= min_share_pct
-    out = m[(m["change"] != "") & big].copy()
-    out = out.reindex(out["change_ms"].abs().sort_values(ascending=False).index)
-    return out[["kernel", "category", "device_ms_old", "device_ms_new", "change_ms", "change_pct",
-                "share_pct_old", "share_pct_new", "change"]].reset_index(drop=True)
+    return kernel_diffs(old.assign(job=0), new.assign(job=1), {"job": (0, 1)}, threshold_pct, min_share_pct,
+                        {"job": noise_pct})["job"]
 
 
 _DIFF_COLUMNS = ["kernel", "category", "device_ms_old", "device_ms_new", "change_ms", "change_pct",

@@ -92,18 +92,24 @@ def device_word(jobs: pd.DataFrame) -> str:
 BUSY_AXIS_TOP = 120.0  # busy figures' axis: a bar beyond (a contended CPU job) is clipped, its value written
 
 
-def categories_figure(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> Figure:
-    title = f"{device_word(jobs)} time by kernel category, per job and compiled module"
-    ok = _ok(jobs)
-    modules = cats[(cats["scope"] != "step") & cats["job"].isin(ok["job"])]
-    # Forward and backward apart: one bar per job x module. Jobs without a module view
-    # (CUDA graphs) show their step.
-    missing = set(ok["job"]) - set(modules["job"])
+def module_bars(cats: pd.DataFrame, jobs: list) -> pd.DataFrame | None:
+    """Device ms by category (columns) of each bar, a job x compiled module (index: job,
+    "label  ·  module"): forward and backward apart; a job without a module view (CUDA
+    graphs) shows its step. None where none of `jobs` has a breakdown."""
+    modules = cats[(cats["scope"] != "step") & cats["job"].isin(jobs)]
+    missing = set(jobs) - set(modules["job"])
     rows = pd.concat([modules, cats[(cats["scope"] == "step") & cats["job"].isin(missing)]])
     if rows.empty:
-        return Figure("categories", title, None, "no job has a breakdown (none finished ok)")
+        return None
     rows = rows.assign(bar=rows["label"] + "  ·  " + rows["scope"])
-    table = rows.pivot_table(index=["job", "bar"], columns="category", values="device_ms", aggfunc="sum").fillna(0)
+    return rows.pivot_table(index=["job", "bar"], columns="category", values="device_ms", aggfunc="sum").fillna(0)
+
+
+def categories_figure(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> Figure:
+    title = f"{device_word(jobs)} time by kernel category, per job and compiled module"
+    table = module_bars(cats, list(_ok(jobs)["job"]))
+    if table is None:
+        return Figure("categories", title, None, "no job has a breakdown (none finished ok)")
     table = table.droplevel(0)
     table = table[[c for c in CATEGORIES if c in table.columns]]
     fig, ax = plt.subplots(figsize=(11, 1.2 + 0.45 * len(table)))

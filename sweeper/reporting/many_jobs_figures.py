@@ -14,7 +14,7 @@ import pandas as pd
 from sweeper.analysis.categories import CATEGORIES, category_label
 from sweeper.reporting import tables
 from sweeper.reporting.figures import (BUSY_AXIS_TOP, COLORS, HEATMAP_ROWS, TOP_ROWS, Figure, _ok, _save,
-                                       device_word, plt)
+                                       device_word, module_bars, plt)
 from sweeper.reporting.overview import family, variant
 
 ROW_IN = 0.2  # inches a row of a ranked or grouped figure: 22 px at 110 dpi, for 7-point labels
@@ -185,13 +185,9 @@ def categories_top(jobs: pd.DataFrame, cats: pd.DataFrame, out_dir: Path) -> Fig
     dev = device_word(jobs)
     ok = _ok(jobs).dropna(subset=["device_ms"]).nlargest(TOP_ROWS // 2, "device_ms")
     title = f"{dev} time by kernel category per compiled module: the {len(ok)} costliest of {len(_ok(jobs))} jobs"
-    modules = cats[(cats["scope"] != "step") & cats["job"].isin(ok["job"])]
-    missing = set(ok["job"]) - set(modules["job"])
-    rows = pd.concat([modules, cats[(cats["scope"] == "step") & cats["job"].isin(missing)]])
-    if rows.empty:
+    table = module_bars(cats, list(ok["job"]))
+    if table is None:
         return Figure("categories", title, None, "no job has a breakdown (none finished ok)")
-    rows = rows.assign(bar=rows["label"] + "  ·  " + rows["scope"])
-    table = rows.pivot_table(index=["job", "bar"], columns="category", values="device_ms", aggfunc="sum").fillna(0)
     order = {j: i for i, j in enumerate(ok["job"])}
     table = table.sort_index(key=lambda idx: idx.map(order) if idx.name == "job" else idx).droplevel(0)
     table = table[[c for c in CATEGORIES if c in table.columns]]
