@@ -74,6 +74,10 @@
 #          grid only (no store import, none of the mission's command's runs);
 #          stopped UNTIL_S seconds after the start if given; results:
 #          bench/results/packing/.
+#   model_code  mixnet_l (b128) and densenet121 (b16) training, autotune off (MODELS,
+#          AUTOTUNE=on,off to change), cold then again (the second from the compile store;
+#          RUNS=cold for the first only),
+#          each followed by bench/model_code_check.py; results: bench/results/model_code/.
 # A run longer than one sitting can go to the background:
 #     S=/tmp/gpu setsid bash bench/gpu_run.sh busy > /tmp/gpu.log 2>&1 &
 set -u
@@ -332,6 +336,26 @@ headline_again() {
 }
 
 warm_default() { twice model="${MODEL:-densenet121}" autotune=off measure.microbench=false; }
+model_code() {
+  rm -rf ~/.cache/sweeper/autotune ~/.cache/sweeper/compile outputs
+  local prev=""
+  for run in ${RUNS:-cold warm}; do
+    local t0=$(date +%s)
+    python3 -m sweeper model="${MODELS:-mixnet_l,densenet121}" autotune="${AUTOTUNE:-off}" measure.microbench=false \
+      hydra.sweep.dir="$S/$run" > "$S/$run.log" 2>&1
+    log "$run rc=$? wall_s=$(( $(date +%s) - t0 ))"
+    python3 bench/model_code_check.py "$S/$run" $prev > "$S/check_$run.md" 2>&1
+    log "check $run rc=$?"
+    prev="$S/cold"
+    bundle
+  done
+  [ -d "$S/warm" ] && python3 bench/model_code_check.py "$S/cold" "$S/warm" > "$S/check.md" 2>&1
+  mkdir -p "$S/trace_sample"
+  cp -r "$S/cold/0/traces" "$S/cold/0/modules" "$S/trace_sample/" 2>/dev/null
+  drop_traces "$S/cold"; drop_traces "$S/warm"
+  tar czf "$S/sample_trace.tgz" -C "$S" trace_sample 2>/dev/null; rm -rf "$S/trace_sample"
+  bundle
+}
 store_rerun() { twice model=resnet18 mode=inference batch_size=32 autotune=on,off cudagraphs=off,on; }
 
 # One sweep with nvidia-smi's utilization read every second while it runs, after its dry
@@ -390,7 +414,7 @@ packing() {
 machine_info
 log "start ${1:-}"
 case "${1:-}" in
-  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing) "$1" ;;
-  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing" >&2; exit 2 ;;
+  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code) "$1" ;;
+  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code" >&2; exit 2 ;;
 esac
 log ALLDONE

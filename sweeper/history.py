@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sweeper.analysis.attribution import modules_said
 from sweeper.analysis.regression import CANNOT_JUDGE, CANNOT_JUDGE_NOISE_PCT, DEFAULT_THRESHOLD_PCT, FLAGGING, HOST, wall_ms
 from sweeper.reporting import sweeps as sw
 from sweeper.reporting.load import AggregateError
@@ -148,11 +149,13 @@ def _kernel_lines(t: pd.DataFrame, key: str, d: sw.JobDetail, top: int) -> list[
         return lines + [f"kernels: not judged either ({row['why']})"]
     if d.kernels.empty:
         return lines + ["kernels: none moved by the threshold and the job's noise (or none above 1% of the step)"]
-    lines += ["| kernel | category | ms old | ms new | change ms | change % | what |", "|---|---|---|---|---|---|---|"]
+    code = "model_modules" in d.kernels and bool(d.kernels["model_modules"].notna().any())
+    lines += ["| kernel | category | ms old | ms new | change ms | change % | what |" + (" model code |" if code else ""),
+              "|---|---|---|---|---|---|---|" + ("---|" if code else "")]
     for _, k in d.kernels.head(top).iterrows():
         lines.append(f"| {k['kernel'][:90]} | {k['category']} | {_f(k['device_ms_old'], '{:.3f}')} | "
                      f"{_f(k['device_ms_new'], '{:.3f}')} | {_f(k['change_ms'], '{:+.3f}')} | "
-                     f"{_f(k['change_pct'])} | {k['change']} |")
+                     f"{_f(k['change_pct'])} | {k['change']} |" + (f" {modules_said(k['model_modules']) or '–'} |" if code else ""))
     if len(d.kernels) > top:
         lines.append(f"... and {len(d.kernels) - top} more (--top)")
     return lines

@@ -82,6 +82,7 @@ class ModuleEntry(TypedDict, total=False):
     breakdown: Breakdown | None
     trace: str | None
     artifact: str
+    model_code: dict  # where in the model its kernels' time comes from (sweeper/analysis/attribution.py)
 
 
 class Resolved(TypedDict, total=False):
@@ -100,6 +101,7 @@ class Resolved(TypedDict, total=False):
     autotune_gpus: int | None
     autotune_gpus_given: int
     leased_benchmarks: list[str]
+    module_tags: str  # whether the pass naming each kernel's model module ran (tasks/provenance.py)
 
 
 RESOLVED_KEYS = tuple(Resolved.__annotations__)
@@ -140,6 +142,11 @@ class Record(TypedDict, total=False):
     step: Breakdown | None
     modules: list[ModuleEntry]
     kernel_table: dict[str, Any] | None
+    # the step's kernel time by model module and source line, and what the step compiled
+    # into (tasks/phases_profile.profile_step; absent in records written before it)
+    model_code: dict[str, Any]
+    # the compiled step against eager (tasks/accuracy.py; absent in records written before it)
+    accuracy: dict[str, Any]
     artifacts: dict[str, Any]
     upgraded_from_schema: int
 

@@ -8,6 +8,7 @@ the structured-trace logger sees both, without TORCH_TRACE writing files.
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from dataclasses import dataclass
@@ -27,6 +28,9 @@ class CapturedModule:
     frame_id: int | None
     frame_compile_id: int | None
     cache_hit: bool | None = None
+    # Inductor's kernel stack traces ("kernel:handle" -> stacks, module tags included:
+    # tasks/provenance.py); None where torch logged none for this module
+    stack_traces: dict[str, list[str]] | None = None
 
     def label(self) -> str:
         return f"{self.role}_{self.graph_id}"
@@ -38,7 +42,9 @@ class ModuleCapture(logging.Handler):
     def __init__(self) -> None:
         super().__init__(level=logging.DEBUG)
         self.modules: list[CapturedModule] = []
+        self.graph_breaks: list[str] = []  # dynamo's graph-break reports, as it logged them
         self._seen: set[str] = set()
+        self._last: CapturedModule | None = None  # the module whose artifacts follow its code
         self._logger = logging.getLogger(_TRACE_LOGGER)
         self._old_level = self._logger.level
 
@@ -46,10 +52,15 @@ class ModuleCapture(logging.Handler):
         metadata = getattr(record, "metadata", None)
         if not isinstance(metadata, dict):
             return
+        artifact = metadata.get("artifact")
+        if isinstance(artifact, dict):
+            self._artifact(artifact.get("name"), getattr(record, "payload", None))
+            return
         out = metadata.get("inductor_output_code")
         if not isinstance(out, dict) or not out.get("filename"):
             return
         path = str(Path(out.get("file_path") or out["filename"]).resolve())
+        self._last = None
         if path in self._seen:
             return
         self._seen.add(path)
@@ -66,6 +77,21 @@ class ModuleCapture(logging.Handler):
                 frame_compile_id=metadata.get("frame_compile_id"),
             )
         )
+        self._last = self.modules[-1]
+
+    def _artifact(self, name: object, payload: object) -> None:
+        """Inductor logs a module's kernel stack traces just after its code (a fresh compile
+        and a cache hit alike); dynamo logs each graph break as it happens."""
+        if name == "dynamo_graph_break_reason" and isinstance(payload, str):
+            self.graph_breaks.append(payload)
+        elif name == "inductor_provenance_tracking_kernel_stack_traces" and self._last is not None:
+            if self._last.stack_traces is None and isinstance(payload, str):
+                try:
+                    got = json.loads(payload)
+                except ValueError:
+                    return
+                if isinstance(got, dict):
+                    self._last.stack_traces = {k: v for k, v in got.items() if isinstance(v, list)}
 
     def __enter__(self) -> "ModuleCapture":
         self._logger.addHandler(self)

@@ -91,6 +91,15 @@ def compile_timers(top: int = 15) -> dict[str, list]:
     return {k: [n, s] for k, n, s in totals[:top]}
 
 
+def dynamo_counters() -> dict[str, int]:
+    """Dynamo's own counts of this process: graphs it captured (unique_graphs), frames it
+    tried and compiled."""
+    from torch._dynamo.utils import counters
+
+    stats, frames = counters["stats"], counters["frames"]
+    return {"unique_graphs": stats["unique_graphs"], "frames_total": frames["total"], "frames_ok": frames["ok"]}
+
+
 def compile_cache_counters() -> dict[str, int]:
     """How many compiled graphs came from Inductor's caches in this process: FX graphs
     (fxgraph_cache_hit/miss) and, for training, AOTAutograd's joint graphs."""

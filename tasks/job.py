@@ -53,6 +53,8 @@ PHASES = (
     # its CPU half first, without the lease, so that another job may time meanwhile
     Phase("microbench_prepare", phases_profile.prepare_microbench, phases_profile.wants_microbench, timed=False),
     Phase("microbench", phases_profile.microbench, phases_profile.wants_microbench),
+    # last: its float64 copy of the model and its extra steps come after every measurement
+    Phase("accuracy", phases.accuracy, lambda ctx: ctx.measure.get("accuracy", True)),
 )
 
 

@@ -14,7 +14,7 @@ from sweeper.analysis.breakdown import spread as _spread
 from sweeper.analysis.breakdown import wall_figure
 from sweeper.record import ModuleEntry, Spread
 from tasks.capture import CapturedModule, loaded_module
-from tasks.profiling import analyse, profile_calls
+from tasks.profiling import analyse, model_code, profile_calls
 from tasks.timing import probed_round, synchronize, time_calls
 
 
@@ -119,9 +119,10 @@ def finish_timing(run: ModuleRun, rounds: list[tuple[float, float]], device: str
     return run
 
 
-def profile_module(run: ModuleRun, device: str, measure: dict, trace_path: Path) -> ModuleRun:
+def profile_module(run: ModuleRun, device: str, measure: dict, trace_path: Path, sites: list | None = None) -> ModuleRun:
     """Profile the module's calls (after every unprofiled timing of the job: a profiler
-    session can leave per-launch overhead behind) and break its device time down."""
+    session can leave per-launch overhead behind) and break its device time down; with
+    its launch `sites`, placed on the model's code too (entry["model_code"])."""
     call, run.call = run.call, None
     if call is None:
         return run
@@ -131,6 +132,8 @@ def profile_module(run: ModuleRun, device: str, measure: dict, trace_path: Path)
     entry["breakdown"] = analyse(events, device, "sweeper.call", measure["module_profile_calls"],
                                  wall_figure(entry["wall_ms"]))
     entry["trace"] = str(trace_path)
+    if sites is not None and entry["breakdown"] is not None:
+        entry["model_code"] = model_code(events, device, "sweeper.call", entry["breakdown"], [sites], trace_path)
     del call, events
     if device == "cuda":
         torch.cuda.empty_cache()

@@ -85,6 +85,7 @@ class JobContext:
     # filled by the phases in their order (tasks/job.py); a later phase reads them with made()
     workload: Workload | None = None  # build
     step: Callable[[], object] | None = None  # compile_step: the compiled step
+    compiled: Callable | None = None  # compile_step: the compiled forward the step calls
     capture: ModuleCapture | None = None  # compile_step: the compiled modules
     real_inputs: InputCapture | None = None  # warmup, until time_modules
     modules: list[ModuleRun] = field(default_factory=list)
@@ -183,6 +184,9 @@ def _set_inductor_options(ctx: JobContext) -> None:
         options = inductor_options.flatten(ctx.cfg["inductor"])
         inductor_options.apply(options)
         ctx.record["resolved"]["inductor_applied"] = inductor_options.current(options)
+    from tasks import provenance  # after the user's options: a pass of theirs is kept
+
+    ctx.record["resolved"]["module_tags"] = provenance.install()
 
 
 def spread_autotuning(ctx: JobContext, config) -> None:
@@ -249,7 +253,7 @@ def compile_step(ctx: JobContext) -> None:
             torch.compiler.cudagraph_mark_step_begin()
             return inner()
 
-    ctx.step = step
+    ctx.step, ctx.compiled = step, compiled
     ctx.capture = ctx.stack.enter_context(ModuleCapture())  # until the end of warmup
     t0 = time.time()
     step()  # the compile: the phase clock's heartbeat says how far it got (tasks/job.py)
@@ -404,6 +408,28 @@ def steady(ctx: JobContext) -> None:
             f"over {ctx.timings['steady_loop']['loop_s']} s")
     else:
         ctx.timings["steady_loop"], ctx.timings["nvml"] = run_loop(), {"util_pct": None, "reason": nvml_util.NO_GPU_REASON}
+
+
+def accuracy(ctx: JobContext) -> None:
+    """The compiled step against eager (tasks/accuracy.py), into the record; a check that
+    cannot run (out of memory for its float64 copy) says why and costs the job nothing."""
+    from tasks.accuracy import check
+
+    workload = made(ctx.workload, "the workload")
+    try:
+        got = check(workload, made(ctx.compiled, "the compiled forward"), ctx.cfg["model"], bool(ctx.cfg["cudagraphs"]))
+    except Exception as e:  # noqa: BLE001 - the job's figures stand without the check
+        got = {"checked": False, "passed": None, "reason": failure_reason(e, ctx.record)}
+    ctx.record["accuracy"] = got
+    if got["checked"]:
+        say(f"accuracy against eager: {'passed' if got['passed'] else 'FAILED'} at tolerance {got['tolerance']:g}"
+            + ("" if got["passed"] else f" ({got['failed_count']} of {got['compared']} tensors: {', '.join(got['failed'][:2])})"))
+    else:
+        say(f"accuracy not checked: {got['reason']}")
+    if ctx.device == "cuda":
+        import torch
+
+        torch.cuda.empty_cache()
 
 
 def heartbeat_line(phase: str, seconds: float, store: dict | None = None) -> str:

@@ -52,14 +52,41 @@ def time_modules(ctx: JobContext) -> None:
 
 
 def profile_step(ctx: JobContext) -> None:
-    from tasks.profiling import analyse, profile_calls
+    from tasks.profiling import analyse, model_code, profile_calls
 
     t, steps = ctx.timings, ctx.measure["profile_steps"]
     trace = ctx.job_dir / "traces" / "step.json.gz"
     events = profile_calls(made(ctx.step, "the compiled step"), steps, ctx.device, "sweeper.step", trace)
-    ctx.record["step"] = analyse(events, ctx.device, "sweeper.step", steps, t["compiled_step_ms"]["median"],
-                                 busy_wall_ms=(t.get("steady_loop") or {}).get("step_ms"))
+    step = analyse(events, ctx.device, "sweeper.step", steps, t["compiled_step_ms"]["median"],
+                   busy_wall_ms=(t.get("steady_loop") or {}).get("step_ms"))
+    ctx.record["step"] = step
     ctx.record["artifacts"]["traces"]["step"] = str(trace)
+    code = model_code(events, ctx.device, "sweeper.step", step, launch_sites(ctx), trace)
+    ctx.record["model_code"] = {**code, "tags": ctx.record["resolved"].get("module_tags"),
+                                "graphs": compiled_graphs(ctx)}
+    say(f"model code: {code['attributed_pct'] or 0:.1f}% of the step's kernel time placed on "
+        f"{len({r['module'] for r in code['rows']})} modules")
+
+
+def launch_sites(ctx: JobContext, only: str | None = None) -> list:
+    """Each compiled module's launch sites (sweeper/analysis/attribution.py), the model's
+    module names fitted; `only`: the one module of that path."""
+    from pathlib import Path
+
+    from sweeper.analysis.attribution import sites_of, with_known_paths
+
+    workload = made(ctx.workload, "the workload")
+    known = {name for name, _ in workload.model.named_modules()}
+    out = []
+    for m in made(ctx.capture, "the module capture").modules:
+        if only is not None and m.path != only:
+            continue
+        try:
+            source = Path(m.path).read_text()
+        except OSError:
+            source = ""
+        out.append(with_known_paths(sites_of(source, m.stack_traces or {}), known))
+    return out
 
 
 def profile_modules(ctx: JobContext) -> None:
@@ -70,7 +97,9 @@ def profile_modules(ctx: JobContext) -> None:
         label = run.entry["label"]
         say(f"profile module {label}")
         trace = ctx.job_dir / "traces" / f"{label}.json.gz"
-        ctx.on_module_thread(run, partial(profile_module, run, ctx.device, ctx.measure, trace), what="module profile")
+        sites = launch_sites(ctx, only=run.entry["source_path"])
+        ctx.on_module_thread(run, partial(profile_module, run, ctx.device, ctx.measure, trace, sites[0] if sites else None),
+                             what="module profile")
         ctx.record["modules"].append(run.entry)
         if run.entry.get("trace"):
             ctx.record["artifacts"]["traces"][label] = run.entry["trace"]
@@ -128,3 +157,19 @@ def microbench(ctx: JobContext) -> None:
         except Exception as e:  # noqa: BLE001
             table["error"] = f"microbenchmarks failed: {failure_reason(e, ctx.record)}"
     say(mb.microbench_outcome(table))
+
+
+def compiled_graphs(ctx: JobContext) -> dict:
+    """What the step compiled into: dynamo's graphs, the compiled modules by role, each
+    graph break with its reason and model source line, and the recompiles (a frame
+    compiled again after a guard failed: its compile id's second number above 0)."""
+    from collections import Counter
+
+    from sweeper.analysis.graph_breaks import graph_breaks
+    from tasks.inductor_internals import dynamo_counters
+
+    capture = made(ctx.capture, "the module capture")
+    recompiled = sorted({f"{m.frame_id}/{m.frame_compile_id}" for m in capture.modules if m.frame_compile_id})
+    return {**dynamo_counters(), "modules": dict(Counter(m.role for m in capture.modules)),
+            "graph_breaks": graph_breaks(capture.graph_breaks), "recompiles": len(recompiled),
+            "recompiled_frames": recompiled}

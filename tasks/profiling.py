@@ -48,14 +48,51 @@ def analyse(events: list[dict], device: str, label: str, runs: int, wall_ms: flo
     ATen ops run inside the labelled ranges. busy_wall_ms: the busy figure's divisor, where
     it is not wall_ms (breakdown.breakdown)."""
     ranges = tr.annotation_ranges(events, label)
-    if device == "cuda":
-        kernels = tr.device_kernels(events)
-    else:
-        kernels = [
-            k
-            for k in tr.cpu_kernels(events)
-            if any(s <= k.start_us and k.end_us <= e for s, e in ranges)
-        ]
+    kernels = profiled_kernels(events, device, ranges)
     span = bd.profiled_span(kernels, ranges)
     return cast("Breakdown", bd.breakdown(kernels, runs=runs, span=span, wall_ms=wall_ms, busy_wall_ms=busy_wall_ms,
                         host_timed=device != "cuda"))  # the dict breakdown() builds is a Breakdown
+
+
+def profiled_kernels(events: list[dict], device: str, ranges: list[tuple[float, float]]) -> list[tr.Interval]:
+    """What a breakdown counts, in start order: device kernels on a GPU; on a CPU, the C++
+    kernels and ATen ops run inside the labelled `ranges`."""
+    if device == "cuda":
+        return tr.device_kernels(events)
+    return [k for k in tr.cpu_kernels(events) if any(s <= k.start_us and k.end_us <= e for s, e in ranges)]
+
+
+def model_code(events: list[dict], device: str, label: str, breakdown: Breakdown, modules, trace_path: Path) -> dict:
+    """Where in the model the profiled kernels' time comes from (sweeper/analysis/attribution.py;
+    `modules`: the launch sites of each compiled module the profile ran, in call order); each
+    kernel event of the trace at `trace_path` gets its model module and source line in its args."""
+    from sweeper.analysis.attribution import model_code as attribute
+
+    kernels = profiled_kernels(events, device, tr.annotation_ranges(events, label))
+    summary, placed = attribute(kernels, modules, cast(dict, breakdown))
+    label_trace(trace_path, {(k.name, k.start_us): got for k, got in zip(kernels, placed.events)})
+    return summary
+
+
+def label_trace(trace_path: Path, labels: dict[tuple[str, float], tuple[str, str | None]]) -> None:
+    """The trace rewritten with `labels` ((name, start) -> (model modules, source line)) in
+    its kernel events' args (Perfetto shows them on click), and a rank of its own
+    (distributedInfo: one process, rank 0), which trace tools such as Holistic Trace
+    Analysis read to tell traces apart."""
+    import json
+
+    with gzip.open(trace_path, "rt", encoding="utf-8") as f:
+        data = json.load(f)
+    for e in data.get("traceEvents") or []:
+        if isinstance(e, dict) and e.get("ph") == "X":
+            got = labels.get((str(e.get("name")), float(e.get("ts", 0.0))))
+            if got is not None:
+                args = e.setdefault("args", {})
+                args["model modules"] = got[0]
+                if got[1]:
+                    args["model source"] = got[1]
+    data.setdefault("distributedInfo", {"backend": "none", "rank": 0, "world_size": 1})
+    tmp = trace_path.with_suffix(".tmp")
+    with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) as f:
+        json.dump(data, f)
+    os.replace(tmp, trace_path)

@@ -93,8 +93,12 @@ def test_a_later_run_of_the_same_job_loads_it_and_runs_the_same_kernels(two_runs
     (meta,) = (p for p in store.glob("torch-*/*.json") if p.name in blobs)  # the first run's
     assert t["compile_store"]["cpu_libraries"] == json.loads(meta.read_text())["cpu_libs"]["files"]
     assert cpp_builds(t) < cpp_builds(first["timings"]) / 4, (cpp_builds(t), cpp_builds(first["timings"]))
-    # the same compiled code: the same kernels in the step, the same modules captured and timed
+    # the same compiled code: the same kernels in the step, the same modules captured and timed,
+    # each kernel placed on the same model code (the tagged stack traces travel in the blob)
     assert step_kernels(again) == step_kernels(first)
+    assert ({(r["module"], r["pass"], r["category"]) for r in again["model_code"]["rows"]}
+            == {(r["module"], r["pass"], r["category"]) for r in first["model_code"]["rows"]})
+    assert again["model_code"]["attributed_pct"] > 80 and again["model_code"]["sites"] == first["model_code"]["sites"]
     assert [m["role"] for m in again["modules"]] == ["forward", "backward"]
     assert all(m["status"] == "ok" for m in again["modules"])
     # nothing was compiled, so the store keeps the first run's compile untouched

@@ -10,6 +10,7 @@ import time
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from sweeper.record import ran_config, read_record
@@ -148,6 +149,56 @@ def test_training_job_step_breakdown_and_traces(training_job):
         assert load_trace(path)
 
 
+def model_rows(rec) -> set[tuple]:
+    return {(r["module"], r["class"], r["pass"], r["category"]) for r in rec["model_code"]["rows"]}
+
+
+def test_training_job_places_its_kernel_time_on_the_models_code(training_job):
+    """Every kernel of the step goes to the model module and source line it computes
+    (sweeper/analysis/attribution.py): each convolution's backward to that convolution, a
+    fused batch-norm + ReLU kernel to both modules, nearly all the time inside the graphs."""
+    import timm
+    from torch import nn
+
+    from sweeper.analysis.attribution import OUTSIDE
+
+    job_dir, _ = training_job
+    rec = read_record(job_dir)
+    mc = rec["model_code"]
+    assert mc["tags"] == "installed" and mc["sites_with_module"] >= mc["sites"] - 1  # one layout copy has no module
+    inside = mc["device_ms"] - mc["unattributed"].get(OUTSIDE, 0.0)
+    assert mc["attributed_ms"] / inside >= 0.95, mc["unattributed"]
+    assert mc["graphs"]["modules"] == {"forward": 1, "backward": 1}
+    assert mc["graphs"]["graph_breaks"] == [] and mc["graphs"]["recompiles"] == 0
+    # the compiled step computes what eager does, by PyTorch's benchmark runner's check
+    assert rec["accuracy"]["checked"] and rec["accuracy"]["passed"], rec["accuracy"]
+    assert rec["accuracy"]["compared"] == 1 + sum(1 for p in timm.create_model("test_resnet").parameters())
+    model = timm.create_model("test_resnet")
+    convs = {name for name, m in model.named_modules() if isinstance(m, nn.Conv2d)}
+    rows = model_rows(rec)
+    for pass_ in ("forward", "backward"):
+        assert {m for m, cls, p, cat in rows if cls == "Conv2d" and p == pass_ and cat == "library_mm_conv"} == convs
+    kernels = {k["name"]: k for k in rec["step"]["kernels"]}
+    placed = [m for m in kernels["aten::convolution_backward"]["model_modules"] if not m.startswith("+")]
+    assert placed and all(m.endswith("(Conv2d, backward)") for m in placed)
+    assert kernels["aten::convolution_backward"]["model_source"].startswith("timm/models/")
+    fused = [k["model_modules"] for k in kernels.values() if k["category"] == "cpp_kernel" and k.get("model_modules")]
+    assert any(any(m.endswith("(BatchNorm2d, forward)") for m in f) and any(m.endswith("(ReLU, forward)") for m in f)
+               for f in fused), fused
+    # the step's trace carries each kernel's modules and line, for Perfetto and trace tools
+    events = load_trace(rec["artifacts"]["traces"]["step"])
+    labelled = [e for e in events if "model modules" in (e.get("args") or {})]
+    assert any(e["name"] == "aten::convolution_backward" and "(Conv2d, backward)" in e["args"]["model modules"]
+               for e in labelled)
+    # the report's tables and its first finding
+    sweep_dir = job_dir.parent
+    table = pd.read_csv(sweep_dir / "tables" / "modules.csv")
+    assert set(zip(table["module"], table["pass"])) >= {(c, "backward") for c in convs}
+    text = (sweep_dir / "report.html").read_text()
+    assert re.search(r"test_resnet b2 train bf16: \d+% of its CPU time a step \([\d.]+ ms\) is in \w+", text)
+    assert (sweep_dir / "figures" / "modules.png").exists() and "fig-modules" in text
+
+
 def test_a_cpu_breakdown_never_exceeds_the_time_it_breaks_down(training_job):
     """On a CPU the profiler slows the ops it times: the kernel table, each category and
     each module's breakdown are scaled to the unprofiled run, never above its wall time."""
@@ -180,6 +231,10 @@ def test_cache_hit_still_captures_modules(training_job):
     warm = read_record(job_dir)
     assert [m["role"] for m in warm["modules"]] == ["forward", "backward"]
     assert warm["timings"]["compile_s"] < cold["timings"]["compile_s"]
+    # the warm job's kernels name the same model code as the cold job's (torch keeps the
+    # tagged stack traces with the cached graph)
+    assert warm["timings"]["compile_cache"]["fxgraph_hits"] == 2
+    assert model_rows(warm) == model_rows(cold) and warm["model_code"]["sites"] == cold["model_code"]["sites"]
 
 
 @pytest.mark.slow
@@ -245,13 +300,17 @@ def test_out_of_memory_reason_names_the_batch_size():
 
 
 def test_a_cpu_report_answers_first(training_job):
-    """The report's first finding of a CPU sweep says where its CPU time goes, from its real
-    job, before any caveat."""
+    """The report's first findings of a CPU sweep say where in the model and in which kinds
+    of kernel its CPU time goes, from its real job, before any caveat."""
     import html
     import re
 
     page = html.unescape((training_job[0].parent / "report.html").read_text())
-    first = re.search(r"<ul class='findings'>\s*<li data-rule='where_time_goes'>(.*?)</li>", page, re.S).group(1)
+    found = re.search(r"<ul class='findings'>\s*<li data-rule='where_in_model'>(.*?)</li>\s*"
+                      r"<li data-rule='where_time_goes'>(.*?)</li>", page, re.S)
+    model, first = found.group(1), found.group(2)
+    assert re.match(r"test_resnet b2 train bf16: \d+% of its CPU time a step \([\d.]+ ms\) is in \w+ "
+                    r"\(forward \d+%, backward \d+%\); its costliest layer, [\w.]+ \(Conv2d, ", model), model
     assert re.match(r"test_resnet b2 train bf16: \d+% of its CPU time a step \([\d.]+ ms\) goes to ", first), first
     assert "costliest kernel" in first and "GPU" not in first
     # the step against eager, where the job timed eager (a test above re-runs it without)
@@ -269,7 +328,8 @@ def test_cpu_report_speaks_of_the_cpu_and_renders_in_a_browser(training_job):
                            "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     dom = proc.stdout
-    assert 'data-figures-rendered="4"' in dom  # shares, busy, categories, compile: the others need a GPU or a pair
+    # model modules, shares, busy, categories, compile: the others need a GPU or a pair
+    assert 'data-figures-rendered="5"' in dom
     assert "CPU busy %" in dom and "CPU time by kernel category" in dom
     # the text, not the figures' base64 data, which once held "GPU" by chance
     dom = re.sub(r"data:image/[a-z]+;base64,[A-Za-z0-9+/=]+", "data:image", dom)

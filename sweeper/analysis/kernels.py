@@ -55,6 +55,7 @@ def select_kernels(record: Mapping[str, Any], cover_pct: float = DEFAULT_COVER_P
         share = k["device_ms"] / total * 100
         covered += share
         rows.append({"name": k["name"], "category": k["category"], "module": modules.get(k["name"]),
+                     "model_modules": k.get("model_modules"), "model_source": k.get("model_source"),
                      "step_ms": k["device_ms"], "launches": k.get("count"),
                      "share_of_triton_pct": share, "cumulative_pct": covered})
     return rows
@@ -96,7 +97,8 @@ def cpu_kernel_rows(record: Mapping[str, Any]) -> list[dict]:
     step = record.get("step") or {}
     cpp = [k for k in step.get("kernels") or [] if k.get("category") == CPP]
     total = sum(k["device_ms"] for k in cpp) or 1.0
-    return [{"name": k["name"], "category": k["category"], "step_ms": k["device_ms"], "launches": k.get("count"),
+    return [{"name": k["name"], "category": k["category"], "model_modules": k.get("model_modules"),
+             "model_source": k.get("model_source"), "step_ms": k["device_ms"], "launches": k.get("count"),
              "share_of_cpp_pct": k["device_ms"] / total * 100, "standalone_ms": None,
              "method": "profiled step only: standalone kernel benchmarks need a GPU"}
             for k in sorted(cpp, key=lambda k: -k["device_ms"])]

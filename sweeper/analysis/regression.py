@@ -255,7 +255,7 @@ def kernel_diff(old: pd.DataFrame, new: pd.DataFrame, threshold_pct: float = DEF
 
 
 _DIFF_COLUMNS = ["kernel", "category", "device_ms_old", "device_ms_new", "change_ms", "change_pct",
-                 "share_pct_old", "share_pct_new", "change"]
+                 "share_pct_old", "share_pct_new", "change", "model_modules"]
 
 
 def kernel_diffs(old: pd.DataFrame, new: pd.DataFrame, pairs: Mapping[str, tuple[int, int]],
@@ -266,7 +266,7 @@ def kernel_diffs(old: pd.DataFrame, new: pd.DataFrame, pairs: Mapping[str, tuple
     job) and `noise` key -> its noise. The same tables kernel_diff gives one by one, in one
     grouping and one merge: a compare of 1,000 jobs with every job's kernels spent 20 of its
     26 s in 1,000 small ones."""
-    cols = ["kernel", "category", "device_ms", "share_pct", "source"]
+    cols = ["kernel", "category", "device_ms", "share_pct", "source", "model_modules"]
 
     def side(t: pd.DataFrame, which: int) -> pd.DataFrame:
         t = t.reindex(columns=cols + ["scope", "job"])
@@ -275,10 +275,11 @@ def kernel_diffs(old: pd.DataFrame, new: pd.DataFrame, pairs: Mapping[str, tuple
         t = t.assign(pair=t["job"].map(key_of)).dropna(subset=["pair"])
         return t.groupby(["pair", "kernel"], as_index=False).agg(
             category=("category", "first"), device_ms=("device_ms", "sum"), share_pct=("share_pct", "sum"),
-            source=("source", "first"))
+            source=("source", "first"), model_modules=("model_modules", "first"))
 
     m = side(old, 0).merge(side(new, 1), on=["pair", "kernel"], how="outer", suffixes=("_old", "_new"))
     m["category"] = m["category_new"].fillna(m["category_old"])
+    m["model_modules"] = m["model_modules_new"].fillna(m["model_modules_old"])  # where in the model (older tables: none)
     m["change_pct"] = (m["device_ms_new"] / m["device_ms_old"] - 1) * 100
     m["change_ms"] = m["device_ms_new"].fillna(0) - m["device_ms_old"].fillna(0)
     limits = {k: max(threshold_pct, v) if v is not None and not math.isnan(v) else threshold_pct

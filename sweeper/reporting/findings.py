@@ -4,7 +4,10 @@ findings out). No model writes them: each comes from one rule with fixed thresho
 guessed. Each one quotes its figures and links to the table row or figure that shows them.
 
 Rules, per job and across jobs:
-- where_time_goes: every finished job, first: the category that holds most of its step's
+- accuracy_failed: a finished job whose compiled step failed the check against eager
+  (tasks/accuracy.py), before anything else: its figures are of another computation.
+- (sweeper/reporting/model_code.py: where in the model, then) where_time_goes: every
+  finished job: the category that holds most of its step's
   device time (GPU or CPU), its costliest kernel, the next category, and the compiled step
   against eager: the answer, before any caveat.
 - launch_bound: a GPU step kept busy under LAUNCH_BUSY_PCT with LAUNCH_MIN_KERNELS or more
@@ -431,12 +434,29 @@ def fold_twins(found: list[Finding], jobs: pd.DataFrame) -> list[Finding]:
     return out
 
 
-def all_findings(jobs: pd.DataFrame, cats: pd.DataFrame, kernels: pd.DataFrame,
-                 bench: pd.DataFrame) -> tuple[list[Finding], pd.DataFrame]:
-    """Every finding the sweep's data supports: where each job's time goes first, then the
-    other per-job rules, then across jobs; and the module-view table (module_view)."""
+def accuracy_failed(jobs: pd.DataFrame) -> list[Finding]:
+    """Every finished job whose compiled step failed the check against eager: first, since
+    its figures are those of another computation."""
+    out: list[Finding] = []
+    if "accuracy" not in jobs:
+        return out
+    for _, r in _ok(jobs)[_ok(jobs)["accuracy"] == "failed"].iterrows():
+        out.append(Finding("accuracy", r["label"], f"{r['label']}: its compiled step does not compute what eager "
+                           f"does: {r['accuracy_failed']} outside PyTorch's --accuracy tolerance. Its times are "
+                           "those of another computation: read them with that in mind.", f"#job-{r['job']}",
+                           {"failed": r["accuracy_failed"]}))
+    return out
+
+
+def all_findings(jobs: pd.DataFrame, cats: pd.DataFrame, kernels: pd.DataFrame, bench: pd.DataFrame,
+                 model_code: tuple[list[Finding], list[Finding]] = ([], [])) -> tuple[list[Finding], pd.DataFrame]:
+    """Every finding the sweep's data supports: where in the model each job's time goes
+    and in which kinds of kernel first, then the other per-job rules, then across jobs;
+    and the module-view table (module_view). `model_code`: the findings of the time by
+    model code (sweeper/reporting/model_code.py), per job and per pair of jobs."""
     views, table = module_view(jobs, cats)
-    found = (where_time_goes(jobs, cats, kernels) + launch_bound(jobs) + layout_conversions(jobs, kernels)
-             + autotune(jobs, kernels)
+    code, pairs = model_code
+    found = (accuracy_failed(jobs) + code + where_time_goes(jobs, cats, kernels) + launch_bound(jobs) + layout_conversions(jobs, kernels)
+             + autotune(jobs, kernels) + pairs
              + memory_bound(bench) + views + across_runs(jobs))
     return fold_twins(found, jobs), table

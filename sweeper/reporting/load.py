@@ -12,6 +12,7 @@ from typing import Any, cast
 import pandas as pd
 
 from sweeper.record import Record, RecordError, read_record, relocate
+from sweeper.reporting.tables import MODEL_MODULE_COLUMNS
 
 
 class AggregateError(ValueError):
@@ -121,6 +122,8 @@ class LoadedSweep:
     kernels: pd.DataFrame
     bench: pd.DataFrame
     unreadable: dict[int, str] = field(default_factory=dict)  # job number -> why its result.json was left out
+    # the step's time by model module (tables.MODEL_MODULE_COLUMNS): tables/modules.*
+    model_modules: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(MODEL_MODULE_COLUMNS)))
 
     @property
     def started_at(self) -> str:
@@ -138,7 +141,7 @@ def read_sweep(sweep_dir: Path) -> LoadedSweep:
     summary, dirs, notes = _job_dirs(sweep_dir)
     records: dict[int, Record] = {}
     unreadable: dict[int, str] = {}
-    jobs, cats, benches, kernel_parts = [], [], [], []
+    jobs, cats, benches, kernel_parts, module_rows = [], [], [], [], []
     for num, d in dirs.items():
         try:
             record = _read_job(num, d)
@@ -149,6 +152,7 @@ def read_sweep(sweep_dir: Path) -> LoadedSweep:
         jobs.append(tables.job_row(record, None, None))
         cats += tables.category_rows(record, None)
         benches += tables.bench_rows(record, None)
+        module_rows += tables.model_module_rows(record, None)
         rows = tables.kernel_rows(record, None)
         if rows:  # an empty part would make every column of the concatenated table object-typed
             kernel_parts.append(pd.DataFrame(rows, columns=list(tables.KERNEL_COLUMNS)))
@@ -157,11 +161,12 @@ def read_sweep(sweep_dir: Path) -> LoadedSweep:
     names, shared = tables.unique_labels(page), tables.shared_gpu(page)
     for row in jobs:
         row["label"], row["shared_gpu_with"] = names[row["job"]], shared.get(row["job"])
-    for row in cats + benches:
+    for row in cats + benches + module_rows:
         row["label"] = names[row["job"]]
     kernels = (pd.concat(kernel_parts, ignore_index=True) if kernel_parts
                else pd.DataFrame(columns=list(tables.KERNEL_COLUMNS)))
     kernels["label"] = kernels["job"].map(names)
     return LoadedSweep(sweep_dir, summary, records, notes, tables.jobs_frame(jobs),
                        pd.DataFrame(cats, columns=list(tables.CATEGORY_COLUMNS)), kernels,
-                       pd.DataFrame(benches, columns=list(tables.BENCH_COLUMNS)), unreadable)
+                       pd.DataFrame(benches, columns=list(tables.BENCH_COLUMNS)), unreadable,
+                       pd.DataFrame(module_rows, columns=list(tables.MODEL_MODULE_COLUMNS)))

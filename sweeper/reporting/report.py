@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from sweeper.analysis.attribution import modules_said
 from sweeper.command_line import rerun_command
 from sweeper.reporting import tables
 from sweeper.reporting.figures import Figure, device_word
@@ -566,9 +567,11 @@ def _kernel_table(job, rows: pd.DataFrame, bench: Mapping[str, Mapping[str, Any]
     top = rows.sort_values("device_ms", ascending=False).head(top_n)
     compact = not heading
     num = "<td>" if compact else "<td class='num'>"
+    code = "model_modules" in top and bool(top["model_modules"].notna().any())  # records with their model code
     out = [f"<h3 id='kernels-{job}'>{_e(top['label'].iloc[0])}</h3>" if heading else "",
            f"<table class='kernel-table{' compact' if compact else ''}'{f' id=kernels-{job}' if compact else ''}>"
            "<tr><th>kernel</th><th>category</th><th>ms per step</th><th>launches</th><th>share %</th>"
+           + ("<th>model code</th>" if code else "")
            + ("<th>alone ms</th><th>% of peak bandwidth</th><th>autotune headroom</th>" if bench else "")
            + "</tr>"]
     for _, k in top.iterrows():
@@ -577,6 +580,8 @@ def _kernel_table(job, rows: pd.DataFrame, bench: Mapping[str, Mapping[str, Any]
         cells = (f"<tr><td><code{title}>{_e(_short(name))}</code></td>"
                  f"<td>{_e(k['category'])}</td>{num}{_num(k['device_ms'], '{:.3f}')}</td>"
                  f"{num}{_num(k['count'], '{:.0f}')}</td>{num}{_num(k['share_pct'], '{:.1f}')}</td>")
+        if code:
+            cells += f"<td class='small'>{_model_code_cell(k.get('model_modules'), k.get('model_source'))}</td>"
         if bench:
             row = bench.get(k["kernel"]) or {}
             if row.get("headroom_pct") is not None:
@@ -591,6 +596,16 @@ def _kernel_table(job, rows: pd.DataFrame, bench: Mapping[str, Mapping[str, Any]
         out.append(cells + "</tr>")
     out.append("</table>")
     return out
+
+
+def _model_code_cell(modules, source) -> str:
+    """The kernel table's model-code cell: the model modules its time goes to (the first
+    two; all of them in the tooltip) and the source line, or why there is none."""
+    shown = modules_said(modules)
+    if shown is None:
+        return "not placed (tables/kernels.csv)"
+    line = f" <code>{_e(source)}</code>" if isinstance(source, str) and source else ""
+    return f"<span title='{_e(modules)}'>{_e(shown)}</span>{line}"
 
 
 def _short(name: str, width: int = 70) -> str:

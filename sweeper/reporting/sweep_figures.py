@@ -11,9 +11,11 @@ from sweeper.reporting import figures as fg
 from sweeper.reporting import many_jobs_figures as many
 
 
-def all_figures(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame, out_dir: Path) -> list[fg.Figure]:
+def all_figures(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame, out_dir: Path,
+                modules: pd.DataFrame | None = None) -> list[fg.Figure]:
     """Every figure of the sweep; past MANY_JOBS finished jobs, the per-job ones in their
-    grouped or ranked forms (sweeper/reporting/many_jobs_figures.py)."""
+    grouped or ranked forms (sweeper/reporting/many_jobs_figures.py); with the modules
+    table (time by model code), its figure first."""
     if len(fg._ok(jobs)) > fg.MANY_JOBS:
         figures = [many.shares_heatmap(jobs, cats, out_dir), many.busy_by_group(jobs, out_dir),
                    fg.pairs_figure(jobs, cats, out_dir), many.categories_top(jobs, cats, out_dir),
@@ -23,6 +25,10 @@ def all_figures(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame, out
         figures = [fg.shares_figure(jobs, cats, out_dir), fg.busy_figure(jobs, out_dir), fg.pairs_figure(jobs, cats, out_dir),
                    fg.categories_figure(jobs, cats, out_dir), fg.autotune_figure(jobs, cats, bench, out_dir),
                    fg.roofline_figure(bench, out_dir), fg.compile_figure(jobs, out_dir)]
+    if modules is not None:
+        from sweeper.reporting.model_code import modules_figure
+
+        figures.insert(0, modules_figure(jobs, modules, out_dir))
     if fg.device_word(jobs) == "CPU":  # the roofline needs a GPU's microbenchmarks: not even a note
         figures = [f for f in figures if f.name != "roofline"]
     return figures

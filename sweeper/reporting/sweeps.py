@@ -87,7 +87,8 @@ class SweepTables:
 
 
 # what a comparison reads of the kernels table: the step's kernels only
-_KERNEL_READ = ["job", "label", "scope", "kernel", "category", "device_ms", "count", "share_pct", "source"]
+_KERNEL_READ = ["job", "label", "scope", "kernel", "category", "device_ms", "count", "share_pct", "source",
+                "model_modules"]
 
 
 def _from_parquet(sweep: Path, kernels: bool = True) -> SweepTables | None:
@@ -133,7 +134,7 @@ def _step_kernels(path: Path) -> pd.DataFrame:
     took 170 MB more at their peak than this."""
     import pyarrow.parquet as pq
 
-    names = ["label", "scope", "kernel", "category", "source"]
+    names = ["label", "scope", "kernel", "category", "source", "model_modules"]
     table = pq.read_table(path, columns=_KERNEL_READ, filters=[("scope", "==", "step")], read_dictionary=names)
     kernels = table.to_pandas(split_blocks=True, self_destruct=True)
     del table

@@ -4,7 +4,8 @@ Three tables, one row per:
 - job (JOB_COLUMNS): configuration, status, timings, busy percentages, category shares;
 - job x scope x category (CATEGORY_COLUMNS): the step and each module;
 - job x scope x kernel (KERNEL_COLUMNS);
-- job x selected kernel, with its microbenchmarks (BENCH_COLUMNS).
+- job x selected kernel, with its microbenchmarks (BENCH_COLUMNS);
+- job x model module x pass x category (MODEL_MODULE_COLUMNS): the step's time by model code.
 Each table's columns are documented here, once; sweeper/aggregate.py writes them as
 Parquet and CSV into <sweep>/tables/.
 """
@@ -17,6 +18,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from sweeper.analysis.attribution import OUTSIDE as OUTSIDE_GRAPHS
 from sweeper.analysis.breakdown import nvml_expected_pct
 from sweeper.analysis.categories import CATEGORIES
 from sweeper.analysis.kernels import microbench_failures
@@ -54,6 +56,12 @@ JOB_COLUMNS: dict[str, str] = {
     "compiled_step_ms": "median compiled step, ms",
     "speedup": "eager / compiled step time",
     "compiled_graphs": "graphs the step compiled into (its forward or inference modules captured); more than one: graph breaks",
+    "graph_breaks": "distinct graph breaks dynamo reported while the step compiled (the report lists each with its reason and source line); none: not recorded",
+    "recompiles": "frames compiled again after a guard failed; none: not recorded",
+    "model_code_pct": "share of the step's kernel time inside compiled graphs placed on a model module and source line, % (sweeper/analysis/attribution.py); none: not recorded",
+    "outside_graphs_ms": "kernel time a step outside compiled graphs (eager code between them), ms",
+    "accuracy": "the compiled step against eager, PyTorch's benchmark runner's --accuracy check (tasks/accuracy.py): passed, failed, or not checked (why); none: not recorded",
+    "accuracy_failed": "the tensors outside the tolerance: how many of how many, the first ones",
     "peak_memory_mb": "peak allocated device memory, MiB (none on a CPU)",
     "busy_pct": "step: union of kernel intervals per step over the unprofiled step time, % (capped at 100)",
     "nvml_util_pct": "step: NVML's GPU utilization while the unprofiled step ran in a loop, % (GPU jobs only)",
@@ -109,6 +117,22 @@ KERNEL_COLUMNS: dict[str, str] = {
     "share_pct": "share of the scope's device time, %",
     "pct_of_wall": "device time over the scope's wall time, %",
     "source": "hash of the kernel's Inductor source (its file's name), for the Triton kernels the job's kernel table holds",
+    "model_modules": "the model modules its time goes to, costliest first (path, class, pass; at most 3 and how many more)",
+    "model_source": "the model source line of its costliest launch site (file:line)",
+    "model_aten": "the ATen ops its launch site computes, as the compiled module's comment says",
+    "model_how": "how it was placed on the model's code (sweeper/analysis/attribution.py)",
+}
+
+MODEL_MODULE_COLUMNS: dict[str, str] = {
+    "job": "Hydra job number",
+    "label": "as in the job table",
+    "module": "the model module as named_modules() names it (a leaf of the attribution: the innermost module of the code a kernel computes); blocks add up their layers' rows; `(outside compiled graphs)`: the kernel time of eager code between the graphs (pass `step`)",
+    "class": "the module's class",
+    "pass": "forward, or backward (the forward module a backward kernel differentiates)",
+    "category": "kernel category",
+    "device_ms": "device time per step, ms (a kernel fusing several modules' code: split evenly among them)",
+    "launches": "launches per step (shared the same way)",
+    "source": "the model source line that calls the module (file:line, the innermost frame of its code's stack)",
 }
 
 BENCH_COLUMNS: dict[str, str] = {
@@ -117,6 +141,8 @@ BENCH_COLUMNS: dict[str, str] = {
     "kernel": "Triton kernel name",
     "category": "kernel category",
     "module": "the compiled module that launches it",
+    "model_modules": "the model modules its time goes to (as in the kernels table)",
+    "model_source": "the model source line of its costliest launch site",
     "step_ms": "device time per compiled step, ms (profile)",
     "share_of_triton_pct": "share of the step's Triton kernel time, %",
     "standalone_ms": "one launch alone: the job's kernel on its file's get_args(), L2 flushed, ms",
@@ -314,6 +340,7 @@ def job_row(rec: Record, label: str | None, shared: str | None) -> dict:
         "kernel_launches": step.get("kernel_launches"),
         "compiled_graphs": sum(1 for m in rec.get("modules") or [] if m.get("role") in ("forward", "inference"))
         if rec.get("modules") else None,
+        **model_code_columns(rec),
         "nvml_expected_pct": nvml_expected_pct(step.get("busy_pct"), step.get("kernel_launches"),
                                                step.get("busy_wall_ms")) if env.get("gpu") else None,
         "steady_step_ms": ((rec.get("timings") or {}).get("steady_loop") or {}).get("step_ms"),
@@ -387,7 +414,11 @@ def kernel_rows(rec: Record, label: str | None) -> list[dict]:
     return [{"job": job, "label": lab, "scope": scope, "kernel": _interned(k.get("name")),
              "category": _interned(k.get("category")),
              "device_ms": k.get("device_ms"), "count": k.get("count"), "share_pct": k.get("share_of_device_pct"),
-             "pct_of_wall": k.get("pct_of_wall"), "source": sources.get(k.get("name"))}
+             "pct_of_wall": k.get("pct_of_wall"), "source": sources.get(k.get("name")),
+             "model_modules": _interned("; ".join(k["model_modules"])) if k.get("model_modules") else None,
+             "model_source": _interned(k.get("model_source")),
+             "model_aten": _interned(", ".join(k["model_aten"])) if k.get("model_aten") else None,
+             "model_how": _interned(k.get("model_how"))}
             for job, lab, scope, _, b in _scopes_of(rec, label)
             for k in b.get("kernels") or []]
 
@@ -406,8 +437,47 @@ def bench_rows(rec: Record, label: str | None) -> list[dict]:
     if rec.get("status") != "ok":
         return []
     return [{"job": job_num(rec), "label": label, "kernel": k.get("name"),
-             **{c: k.get(c) for c in BENCH_COLUMNS if c not in ("job", "label", "kernel")}}
+             **{c: k.get(c) for c in BENCH_COLUMNS if c not in ("job", "label", "kernel", "model_modules")},
+             "model_modules": "; ".join(k["model_modules"]) if k.get("model_modules") else None}
             for k in ((rec.get("kernel_table") or {}).get("rows") or []) if "share_of_triton_pct" in k]
+
+
+def model_code_columns(rec: Mapping[str, Any]) -> dict:
+    """The jobs table's columns of what the step compiled into and whether it computes what
+    eager does (JOB_COLUMNS), None where not recorded."""
+    mc = rec.get("model_code") or {}
+    graphs = mc.get("graphs") or {}
+    outside = (mc.get("unattributed") or {}).get(OUTSIDE_GRAPHS) if mc else None
+    inside = (mc.get("device_ms") or 0.0) - (outside or 0.0)
+    acc = rec.get("accuracy") or {}
+    verdict = (("passed" if acc["passed"] else "failed") if acc.get("checked")
+               else f"not checked: {acc.get('reason')}" if acc else None)
+    failed = (f"{acc['failed_count']} of {acc['compared']} (tolerance {acc['tolerance']:g}): " + ", ".join(acc["failed"])
+              if acc.get("checked") and not acc["passed"] else None)
+    return {"accuracy": verdict, "accuracy_failed": failed,
+            "graph_breaks": len(graphs["graph_breaks"]) if "graph_breaks" in graphs else None,
+            "recompiles": graphs.get("recompiles"),
+            "model_code_pct": mc["attributed_ms"] / inside * 100 if mc and inside > 0 else None,
+            "outside_graphs_ms": (outside or 0.0) if mc else None}
+
+
+OUTSIDE_ROW = "(outside compiled graphs)"  # the modules table's row of eager code between the graphs
+
+
+def model_module_rows(rec: Record, label: str | None) -> list[dict]:
+    """The step's time by model module, pass and category (MODEL_MODULE_COLUMNS), and a
+    row OUTSIDE_ROW for the kernel time outside compiled graphs."""
+    job = job_num(rec)
+    mc = rec.get("model_code") or {}
+    rows = [{"job": job, "label": label, "module": _interned(r["module"]), "class": _interned(r["class"]),
+             "pass": _interned(r["pass"]), "category": _interned(r["category"]), "device_ms": r["device_ms"],
+             "launches": r.get("launches"), "source": _interned(r.get("source"))}
+            for r in mc.get("rows") or []]
+    outside = (mc.get("unattributed") or {}).get(OUTSIDE_GRAPHS)
+    if outside:
+        rows.append({"job": job, "label": label, "module": OUTSIDE_ROW, "class": None, "pass": "step",
+                     "category": "other", "device_ms": outside, "launches": None, "source": None})
+    return rows
 
 
 def microbench_table(records: list[Record]) -> pd.DataFrame:

@@ -74,6 +74,9 @@ class MeasureConfig:
     # 0: no loop (busy divides by the timed steps' median; no NVML reading).
     steady_loop_s: float = setting(4.0, minimum=0)
     eager: bool = True  # also time the eager step (for the speedup)
+    # check the compiled step's loss (or outputs) and gradients against eager's, with PyTorch's
+    # benchmark runner's tolerances (tasks/accuracy.py); runs after every measurement
+    accuracy: bool = True
     microbench: bool = True  # GPU: standalone benchmarks of the kernels holding 80% of Triton time
     # ...within this share of the job's compile-and-warm-up seconds (0: no limit). Every kernel
     # is timed alone first; the autotune headroom of the costliest ones fills what is left.

@@ -1,0 +1,73 @@
+"""Inductor's provenance tracking, on for every job: which model code each kernel comes from.
+
+torch keeps, for each kernel launch site of a compiled graph, the stack traces of the FX
+nodes it computes (``trace.provenance_tracking_level = 1``), stores them with the compiled
+graph in the FX graph cache, and logs them as the structured-trace artifact
+``inductor_provenance_tracking_kernel_stack_traces`` right after the graph's
+``inductor_output_code``, for a fresh compile and for a cache hit alike (codecache.py,
+compile_fx.py; read on torch 2.14.1 and 2.11). Stack traces name the model's source lines
+but not its modules: a Sequential's index is lost (``self.layer4(x)`` then ``self.bn2(x)``
+for every block of layer4). So a post-grad pass of ours adds one line to each node's stack
+trace naming its module from the node's ``nn_module_stack`` (forward) or
+``fwd_nn_module_stack`` (the forward module of a backward node, which AOTAutograd copies;
+torch/_functorch/_aot_autograd/utils.py). The pass changes no node and no code, only that
+text; its uuid is part of the FX graph cache key, so graphs compiled without it are not
+mistaken for tagged ones. tasks/capture.py picks the artifact up per compiled module.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sweeper.analysis.attribution import BACKWARD, FORWARD, tag_line
+
+# Bump when the tag's text changes: the cache key changes with it.
+_PASS_VERSION = "sweeper-module-tags-3"
+
+
+def _class_name(cls: Any) -> str:
+    return getattr(cls, "__name__", None) or str(cls).rsplit(".", 1)[-1].strip("'>")
+
+
+def tag_graph(graph) -> int:
+    """Append the module tag to each call_function node's stack trace; returns how many
+    nodes were tagged (a node with no module stack, such as a layout copy, keeps none).
+    Every node of a backward graph is backward work, the forward ones it recomputes too
+    (the partitioner's recomputation: mixnet_l's batch-norm backward kernels on an H100
+    fuse it), so its pass is the graph's."""
+    tagged = 0
+    backward = any(n.op == "placeholder" and n.name.startswith("tangents") for n in graph.nodes)
+    for node in graph.nodes:
+        if node.op != "call_function":
+            continue
+        stack = node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack")
+        pass_ = BACKWARD if backward or not node.meta.get("nn_module_stack") else FORWARD
+        if not stack:
+            continue
+        path, cls = list(stack.values())[-1]  # the innermost module
+        text = node.meta.get("stack_trace") or ""
+        if "[sweeper module]" not in text:
+            node.meta["stack_trace"] = text + tag_line(pass_, str(path), _class_name(cls), node.name)
+            tagged += 1
+    return tagged
+
+
+def install() -> str:
+    """Provenance tracking on and the tag pass installed (as Inductor's post-grad custom
+    pre-pass, unless the user's options set one: then theirs runs and ours is not there,
+    which the record says). Returns what was done, for the record."""
+    from torch._inductor import config
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    class ModuleTags(CustomGraphPass):
+        def __call__(self, graph) -> None:
+            tag_graph(graph)
+
+        def uuid(self) -> str:
+            return _PASS_VERSION
+
+    config.trace.provenance_tracking_level = max(int(config.trace.provenance_tracking_level or 0), 1)
+    if config.post_grad_custom_pre_pass is not None:  # one process a job: only the user's options set it
+        return "not installed: the job's inductor options set post_grad_custom_pre_pass"
+    config.post_grad_custom_pre_pass = ModuleTags()
+    return "installed"
