@@ -62,7 +62,8 @@ def profiled_kernels(events: list[dict], device: str, ranges: list[tuple[float, 
     return [k for k in tr.cpu_kernels(events) if any(s <= k.start_us and k.end_us <= e for s, e in ranges)]
 
 
-def model_code(events: list[dict], device: str, label: str, breakdown: Breakdown, modules, trace_path: Path) -> dict:
+def model_code(events: list[dict], device: str, label: str, breakdown: Breakdown, modules, trace_path: Path,
+               rank: int = 0) -> dict:
     """Where in the model the profiled kernels' time comes from (sweeper/analysis/attribution.py;
     `modules`: the launch sites of each compiled module the profile ran, in call order); each
     kernel event of the trace at `trace_path` gets its model module and source line in its args."""
@@ -70,19 +71,25 @@ def model_code(events: list[dict], device: str, label: str, breakdown: Breakdown
 
     kernels = profiled_kernels(events, device, tr.annotation_ranges(events, label))
     summary, placed = attribute(kernels, modules, cast(dict, breakdown))
-    label_trace(trace_path, {(k.name, k.start_us): got for k, got in zip(kernels, placed.events)})
+    label_trace(trace_path, {(k.name, k.start_us): got for k, got in zip(kernels, placed.events)},
+                breakdown["runs"], label, rank)
     return summary
 
 
-def label_trace(trace_path: Path, labels: dict[tuple[str, float], tuple[str, str | None]]) -> None:
+def label_trace(trace_path: Path, labels: dict[tuple[str, float], tuple[str, str | None]], runs: int,
+                label: str, rank: int = 0) -> None:
     """The trace rewritten with `labels` ((name, start) -> (model modules, source line)) in
-    its kernel events' args (Perfetto shows them on click), and a rank of its own
-    (distributedInfo: one process, rank 0), which trace tools such as Holistic Trace
-    Analysis read to tell traces apart."""
+    its kernel events' args (Perfetto shows them on click), a rank of its own
+    (distributedInfo: 0 the step's, 1 + its compile order a compiled module's, so that the
+    job's traces folder reads as one trace a rank) and a ProfilerStep#<i> event a profiled
+    call (trace.profiler_steps): what trace tools such as Holistic Trace Analysis read to
+    tell traces and iterations apart."""
     import json
 
     with gzip.open(trace_path, "rt", encoding="utf-8") as f:
         data = json.load(f)
+    data["traceEvents"] = list(data.get("traceEvents") or []) + tr.profiler_steps(data.get("traceEvents") or [], runs,
+                                                                                 label)
     for e in data.get("traceEvents") or []:
         if isinstance(e, dict) and e.get("ph") == "X":
             got = labels.get((str(e.get("name")), float(e.get("ts", 0.0))))
@@ -91,7 +98,7 @@ def label_trace(trace_path: Path, labels: dict[tuple[str, float], tuple[str, str
                 args["model modules"] = got[0]
                 if got[1]:
                     args["model source"] = got[1]
-    data.setdefault("distributedInfo", {"backend": "none", "rank": 0, "world_size": 1})
+    data["distributedInfo"] = {"backend": "none", "rank": rank, "world_size": 1}
     tmp = trace_path.with_suffix(".tmp")
     with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=6) as f:
         json.dump(data, f)

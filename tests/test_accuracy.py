@@ -41,3 +41,18 @@ def test_a_compiled_step_that_computes_otherwise_is_caught(bug, tmp_path, monkey
         assert got["passed"] and got["failed"] == [], got
     else:  # the ReLU's output is wrong: the loss and the gradients before it
         assert not got["passed"] and "loss" in got["failed"], got
+
+
+def test_a_job_that_failed_the_check_is_named_with_its_tensors():
+    import pandas as pd
+
+    from sweeper.reporting.findings import accuracy_failed
+
+    jobs = pd.DataFrame([{"job": 0, "label": "net b4 train", "status": "ok", "accuracy": "failed",
+                          "accuracy_failed": "2 of 7 (tolerance 0.01): loss, gradient of 5.weight"},
+                         {"job": 1, "label": "net b8 train", "status": "ok", "accuracy": "passed",
+                          "accuracy_failed": None}])
+    found = accuracy_failed(jobs)
+    assert [f.scope for f in found] == ["net b4 train"]
+    assert found[0].text.startswith("net b4 train: its compiled step does not compute what eager does: 2 of 7 "
+                                    "(tolerance 0.01): loss, gradient of 5.weight outside")

@@ -131,3 +131,35 @@ def clip(intervals: Iterable[Interval], start: float, end: float) -> list[tuple[
         if e > s:
             out.append((s, e))
     return out
+
+
+_LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+
+
+def profiler_steps(events: list[dict], runs: int, label: str) -> list[dict]:
+    """`ProfilerStep#<i>` events for a trace of `runs` profiled calls, as torch.profiler's
+    own schedule would mark them, so that trace tools that count iterations (Holistic Trace
+    Analysis) read each call as a step: the calls' own `label` ranges where the trace has
+    them (a CPU profile), else (a GPU profile of device activity only) the host's launches
+    of device work cut into `runs` equal groups, each step from its first launch to the
+    next step's first. None where the launches do not divide evenly."""
+    spans = [(float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0.0)), e.get("pid"), e.get("tid"))
+             for e in events if e.get("ph") == "X" and e.get("name") == label
+             and e.get("cat") in ("user_annotation", "cpu_op")]
+    if len(spans) != runs:
+        device = {(e.get("args") or {}).get("correlation") for e in events if e.get("cat") in DEVICE_CATS}
+        launches = sorted((e for e in events if e.get("ph") == "X" and e.get("cat") in _LAUNCH_CATS
+                           and (e.get("args") or {}).get("correlation") in device), key=lambda e: float(e["ts"]))
+        if not launches or len(launches) % runs:
+            return []
+        n = len(launches) // runs
+        groups = [launches[i * n:(i + 1) * n] for i in range(runs)]
+        spans = []
+        for i, g in enumerate(groups):
+            start = float(g[0]["ts"])
+            end = (float(groups[i + 1][0]["ts"]) if i + 1 < runs
+                   else max(float(e["ts"]) + float(e.get("dur", 0.0)) for e in g) + 1.0)
+            spans.append((start, end, g[0].get("pid"), g[0].get("tid")))
+    return [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "pid": pid, "tid": tid,
+             "ts": start, "dur": end - start, "args": {"marked by": "sweeper: one profiled call"}}
+            for i, (start, end, pid, tid) in enumerate(spans) if end > start]
