@@ -28,6 +28,22 @@ def inductor_config():
     return config
 
 
+def custom_graph_pass_class():
+    """Inductor's base class of a custom graph pass with a uuid (a pass with one keeps the
+    FX graph cache on: tasks/provenance.py)."""
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    return CustomGraphPass
+
+
+def runner_same():
+    """torch._dynamo.utils.same: how PyTorch's benchmark runner's --accuracy compares a
+    compiled result with eager's against a float64 reference (tasks/accuracy.py)."""
+    from torch._dynamo.utils import same
+
+    return same
+
+
 def mode_options(mode: str) -> dict:
     """The Inductor options a torch.compile mode name stands for (the record's
     config.inductor_options; tests/test_job_cpu.py)."""

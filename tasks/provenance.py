@@ -56,10 +56,11 @@ def install() -> str:
     """Provenance tracking on and the tag pass installed (as Inductor's post-grad custom
     pre-pass, unless the user's options set one: then theirs runs and ours is not there,
     which the record says). Returns what was done, for the record."""
-    from torch._inductor import config
-    from torch._inductor.custom_graph_pass import CustomGraphPass
+    from tasks.inductor_internals import custom_graph_pass_class, inductor_config
 
-    class ModuleTags(CustomGraphPass):
+    config = inductor_config()
+
+    class ModuleTags(custom_graph_pass_class()):  # type: ignore[misc]
         def __call__(self, graph) -> None:
             tag_graph(graph)
 

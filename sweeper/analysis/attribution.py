@@ -420,15 +420,20 @@ def modules_said(model_modules: object, shown: int = 2) -> str | None:
     return "; ".join(names[:shown]) + (f" and {rest} more" if rest > 0 else "")
 
 
+def block_of(path: object, depth: int | None) -> str:
+    """The block of `depth` components that holds a module ("features.denseblock3.
+    denselayer12.conv2" at depth 2 is "features.denseblock3"); depth None: the path
+    itself; "(model)" for the model's own code."""
+    parts = str(path).split(".") if path else []
+    return ".".join(parts if depth is None else parts[:depth]) or "(model)"
+
+
 def rollup(rows: Iterable[Mapping], depth: int | None = None) -> dict[tuple[str, str], float]:
-    """(module path cut to `depth` components, pass) -> ms: a layer's time counted in each
-    block that holds it ("features.denseblock3.denselayer12.conv2" at depth 2 is
-    "features.denseblock3"). depth None keeps the whole path."""
+    """(block_of the module at `depth`, pass) -> ms: a layer's time counted in each block
+    that holds it."""
     out: dict[tuple[str, str], float] = defaultdict(float)
     for r in rows:
-        parts = r["module"].split(".") if r["module"] else []
-        key = ".".join(parts[:depth] if depth is not None else parts) or "(model)"
-        out[(key, r["pass"])] += r["device_ms"]
+        out[(block_of(r["module"], depth), r["pass"])] += r["device_ms"]
     return dict(out)
 
 

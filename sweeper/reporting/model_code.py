@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sweeper.analysis.attribution import block_of
 from sweeper.analysis.categories import CATEGORIES, category_label
 from sweeper.reporting.findings import Finding, _ms, _num, _ok, by_job
 from sweeper.reporting.pairs import one_key_pairs
@@ -32,10 +33,13 @@ FIGURE_JOBS = 6  # panels
 
 
 def rollup(rows: pd.DataFrame, depth: int) -> pd.Series:
-    """ms a step by module path cut to `depth` components (a layer counts in each block
-    that holds it), costliest first."""
-    cut = rows["module"].map(lambda p: ".".join(str(p).split(".")[:depth]) if p else "(model)")
-    return rows.groupby(cut, sort=False)["device_ms"].sum().sort_values(ascending=False)
+    """ms a step by block of `depth` components (attribution.block_of: a layer counts in
+    each block that holds it), costliest first."""
+    return rows.groupby(_blocks(rows, depth), sort=False)["device_ms"].sum().sort_values(ascending=False)
+
+
+def _blocks(rows: pd.DataFrame, depth: int) -> pd.Series:
+    return rows["module"].map(lambda p: block_of(p, depth))
 
 
 def block_depth(rows: pd.DataFrame) -> int:
@@ -125,8 +129,7 @@ def module_pairs(jobs: pd.DataFrame, modules: pd.DataFrame) -> list[Finding]:
         depth = block_depth(a)
 
         def by_block(rows: pd.DataFrame) -> pd.Series:
-            cut = rows["module"].map(lambda x: ".".join(str(x).split(".")[:depth]) if x else "(model)")
-            return rows.groupby([cut, rows["pass"]])["device_ms"].sum()
+            return rows.groupby([_blocks(rows, depth), rows["pass"]])["device_ms"].sum()
 
         moved = by_block(b).sub(by_block(a), fill_value=0.0)
         moved = moved[moved.abs() >= PAIR_MIN_MS].sort_values(key=lambda s: -s.abs())
