@@ -8,6 +8,10 @@ follows the report's current version:
   grid      docs/example-grid-report: the example grid on two H200s (bench/results/busy/;
             tests/fixtures/h200/example)
                 python -m sweeper +sweep=example
+  roofline  docs/example-roofline-report: mixnet_l and densenet121, autotune off, on one H100,
+            with the roofline and what is left to win (bench/results/roofline/;
+            tests/fixtures/h100/roofline)
+                python -m sweeper model=mixnet_l,densenet121 autotune=off
 
     python bench/example_report.py [headline|grid] [--out DIR]
 """
@@ -30,6 +34,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "h200"
 EXAMPLES = {  # name: (its records, where its report goes)
     "headline": (FIXTURES / "headline", ROOT / "docs" / "example-report"),
     "grid": (FIXTURES / "example", ROOT / "docs" / "example-grid-report"),
+    "roofline": (ROOT / "tests" / "fixtures" / "h100" / "roofline", ROOT / "docs" / "example-roofline-report"),
 }
 
 
@@ -50,7 +55,7 @@ def main() -> int:
         shutil.copy(report, out / "report.html")
         shutil.copytree(report.parent / "figures", out / "figures")
         (out / "tables").mkdir()
-        for f in ("jobs.csv", "categories.csv", "microbench.csv"):
+        for f in ("jobs.csv", "categories.csv", "microbench.csv", "recoverable.csv"):
             shutil.copy(report.parent / "tables" / f, out / "tables" / f)
     print(f"report: {out / 'report.html'}")
     return 0

@@ -31,6 +31,11 @@
 #          bench/results/headline/.
 #   headline_model  the same for one of its models (MODEL, default mixnet_l): python -m
 #          sweeper model=$MODEL autotune=on,off, cold then again.
+#   roofline  bench/roofs_check.py (the matmul peak per dtype and the copy bandwidth against the
+#          datasheet, and their reuse), then mixnet_l b128 and densenet121 b16 training with
+#          autotune off ($MODELS), cut at $SWEEP_S seconds (420), and bench/roofline_check.py:
+#          each job against the roofs and the sweep's ranking ($S/ranking.md); results:
+#          bench/results/roofline/.
 #   builds  two Python environments of the machine's torch in one sweep (python=a,b), four
 #          models (MODELS=...; SEEDS=0,1 repeats each pair), then `history compare
 #          --between python`; results: bench/results/builds/.
@@ -356,6 +361,20 @@ model_code() {
   tar czf "$S/sample_trace.tgz" -C "$S" trace_sample 2>/dev/null; rm -rf "$S/trace_sample"
   bundle
 }
+roofline() {
+  [ -s "$S/roofs.md" ] || python3 bench/roofs_check.py > "$S/roofs.md" 2>&1
+  log "roofs rc=$?"
+  rm -rf ~/.cache/sweeper/autotune ~/.cache/sweeper/compile outputs
+  local t0=$(date +%s)
+  timeout "${SWEEP_S:-420}" python3 -m sweeper model="${MODELS:-mixnet_l,densenet121}" autotune=off \
+    measure.microbench=false hydra.sweep.dir="$S/pair" > "$S/pair.log" 2>&1
+  log "pair rc=$? wall_s=$(( $(date +%s) - t0 ))"
+  python3 -m sweeper.aggregate "$S/pair" >> "$S/pair.log" 2>&1  # again, should the timeout have cut the sweep's own
+  python3 bench/roofline_check.py "$S/pair" > "$S/ranking.md" 2>&1
+  log "ranking rc=$?"
+  drop_traces "$S/pair"
+  bundle
+}
 store_rerun() { twice model=resnet18 mode=inference batch_size=32 autotune=on,off cudagraphs=off,on; }
 
 # One sweep with nvidia-smi's utilization read every second while it runs, after its dry
@@ -414,7 +433,7 @@ packing() {
 machine_info
 log "start ${1:-}"
 case "${1:-}" in
-  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code) "$1" ;;
-  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code" >&2; exit 2 ;;
+  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline) "$1" ;;
+  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline" >&2; exit 2 ;;
 esac
 log ALLDONE

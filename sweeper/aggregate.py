@@ -18,8 +18,10 @@ from sweeper.reporting import report
 from sweeper.reporting.findings import all_findings
 from sweeper.reporting.sweep_figures import all_figures
 from sweeper.reporting.load import AggregateError, read_sweep
+from sweeper.reporting.autotune_decisions import decided
 from sweeper.reporting.model_code import module_pairs, where_in_model
 from sweeper.reporting.notes import all_notes
+from sweeper.reporting.roofline import most_to_win, ranking
 from sweeper.reporting.overview import SMALL_SWEEP_JOBS, overview
 from sweeper.reporting.sweeps import compare_builds, earlier_comparison
 
@@ -38,20 +40,23 @@ def aggregate(sweep_dir: Path) -> Path:
     tdir = sweep.path / TABLES_DIR
     tdir.mkdir(exist_ok=True)
     for name, df in (("jobs", sweep.jobs), ("categories", sweep.cats), ("kernels", sweep.kernels),
-                     ("microbench", sweep.bench), ("modules", sweep.model_modules)):
+                     ("microbench", sweep.bench), ("modules", sweep.model_modules),
+                     ("recoverable", ranking(sweep.recoverable)), ("autotune_decisions", sweep.decisions)):
         df.to_parquet(tdir / f"{name}.parquet", index=False)
         df.to_csv(tdir / f"{name}.csv", index=False)
     # what follows reads the step's kernels only: the modules' rows (most of a large sweep's) go
     sweep.kernels = sweep.kernels[sweep.kernels["scope"] == "step"].reset_index(drop=True)
-    figs = all_figures(sweep.jobs, sweep.cats, sweep.bench, sweep.path / FIGURES_DIR, sweep.model_modules)
+    figs = all_figures(sweep.jobs, sweep.cats, sweep.bench, sweep.path / FIGURES_DIR, sweep.model_modules,
+                       sweep.recoverable)
     comparison, more = earlier_comparison(sweep)
     many = len(sweep.jobs) > SMALL_SWEEP_JOBS  # the page then shows the flagged pairs' kernels only
     builds = compare_builds(sweep, kernels="flagged" if many else "all") if sweep.jobs["python"].nunique() > 1 else []
     code = (where_in_model(sweep.jobs, sweep.model_modules, sweep.kernels), module_pairs(sweep.jobs, sweep.model_modules))
-    found, module_view = all_findings(sweep.jobs, sweep.cats, sweep.kernels, sweep.bench, code)
+    found, module_view = all_findings(sweep.jobs, sweep.cats, sweep.kernels, sweep.bench, code,
+                                      most_to_win(sweep.jobs, sweep.recoverable), decided(sweep.jobs, sweep.decisions))
     view = report.ReportView(
         figs, sweep.notes + all_notes(sweep.jobs) + more, found, module_view, comparison, builds,
-        overview(sweep.jobs, sweep.cats, sweep.kernels, sweep.bench, fg.device_word(sweep.jobs)))
+        overview(sweep.jobs, sweep.cats, sweep.kernels, sweep.bench, fg.device_word(sweep.jobs), sweep.recoverable))
     page = report.render(sweep, view)
     if len(page.encode()) > PAGE_MAX_BYTES:
         view.embed_figures = False

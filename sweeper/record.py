@@ -147,6 +147,10 @@ class Record(TypedDict, total=False):
     model_code: dict[str, Any]
     # the compiled step against eager (tasks/accuracy.py; absent in records written before it)
     accuracy: dict[str, Any]
+    # the step's launch sites against the device's roofs (sweeper/analysis/roofline.py; absent before it)
+    roofline: dict[str, Any]
+    # an autotune=on job's own max-autotune decisions against their noise (sweeper/analysis/autotune_decisions.py)
+    autotune_decisions: dict[str, Any]
     artifacts: dict[str, Any]
     upgraded_from_schema: int
 

@@ -4,6 +4,8 @@
     python -m sweeper.store export store.tgz          # a tarball to carry to another machine (a few MB)
     python -m sweeper.store import store.tgz          # merged into this machine's store
     python -m sweeper.store prune --days 30           # drop keys no job has used for 30 days
+    python -m sweeper.store decisions                 # max-autotune's decisions against their noise
+    python -m sweeper.store decisions --against other.tgz --csv decisions.csv
 
 The store is the folder sweeps name in `autotune_store` (default $SWEEPER_AUTOTUNE_STORE,
 else ~/.cache/sweeper/autotune); `--store PATH` names another. A key is one torch version
@@ -15,6 +17,12 @@ version, and a checksum and the counts for each file). Import checks all of it b
 writes anything, then merges under the store's locks, so a sweep taking entries into the
 same store at the time loses nothing. A file of another format version, or one that is
 damaged, is refused with exit code 2; nothing in the store changes then.
+
+`decisions` lists, per key, each op max-autotune tuned: the winner, the runner-up and their
+margin, the best template against the best library call, and whether each margin is beyond
+the noise: how far one choice's timings move between runs, read from the store's repeats (a
+choice timed again keeps its earlier timings) and from each `--against` export (another run
+of the same jobs, say; sweeper/analysis/autotune_decisions.py).
 """
 
 from __future__ import annotations
@@ -224,6 +232,52 @@ def prune(store: Path, days: float, dry_run: bool) -> int:
     return 0
 
 
+def decisions(store: Path, against: list[Path], top: int, csv: Path | None) -> int:
+    from sweeper.analysis import autotune_decisions as ad
+
+    found = keys(store)
+    if not found:
+        raise StoreCommandError(f"{store}: the store is empty, no decisions to show (run an autotune=on sweep first, "
+                                "or name another store with --store)")
+    others = [read_export(p)[1] for p in against]
+    table = []
+    for path in found:
+        try:
+            doc = st.read_doc(path)
+        except st.StoreError as e:
+            print(f"{path}: unreadable ({e}); a sweep sets it aside when it next reads it")
+            continue
+        rel = f"{path.parent.name}/{path.name}"
+        mine = ad.timings(doc)
+        runs = [mine, *ad.repeat_runs(doc), *(ad.timings(o[rel]) for o in others if rel in o)]
+        rows = ad.decisions(mine, runs)
+        sums = ad.summary(rows)
+        gaps = ad.relative_gaps(runs)
+        noise = ad.noise_pct(gaps)
+        print(f"{rel} ({((doc.get('system') or {}).get('device') or {}).get('name') or 'no GPU'}): "
+              f"{sums['decisions']} ops decided; noise {f'{noise:.1f}%' if noise is not None else 'unknown'} "
+              f"({len(gaps)} repeated timings); {sums['within_noise']} within noise, {sums['beyond_noise']} beyond; "
+              f"templates won {sums['templates_won']}, {sums['templates_won_beyond_noise']} beyond noise of the "
+              f"library call, gaining {sums['gain_beyond_noise_ms']:.3f} of {sums['gain_ms']:.3f} ms")
+        if noise is None:
+            print("  no choice has been timed twice yet: pass another run's export with --against to judge the margins")
+        print(f"  {'op':<12} {'winner':<26} {'ms':>8} {'margin %':>9} {'mark':<14} {'vs library %':>12} {'mark':<14}")
+        for r in rows[:top]:
+            lib = r["library_margin_pct"]
+            print(f"  {r['op']:<12} {r['winner'][:26]:<26} {r['winner_ms']:>8.4f} "
+                  f"{r['margin_pct'] if r['margin_pct'] is not None else float('nan'):>9.1f} {r['mark']:<14} "
+                  f"{lib if lib is not None else float('nan'):>12.1f} {r['library_mark']:<14}")
+        if len(rows) > top:
+            print(f"  ... and {len(rows) - top} more (--top N, or --csv FILE for all)")
+        table += [{"key": rel, **r} for r in rows]
+    if csv is not None:
+        import pandas as pd
+
+        pd.DataFrame(table).to_csv(csv, index=False)
+        print(f"every decision: {csv}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m sweeper.store", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -239,6 +293,11 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("prune", help="drop keys that no job used for DAYS days")
     r.add_argument("--days", type=float, default=30.0, help="default 30")
     r.add_argument("--dry-run", action="store_true", help="say what would go, drop nothing")
+    d = sub.add_parser("decisions", help="max-autotune's decisions, each margin against the noise of its timings")
+    d.add_argument("--against", type=Path, action="append", default=[],
+                   help="an export of another run (python -m sweeper.store export): its timings of the same ops add to the noise")
+    d.add_argument("--top", type=int, default=20, help="decisions listed a key, costliest winner first (default 20)")
+    d.add_argument("--csv", type=Path, default=None, help="every decision into this CSV file")
     return p
 
 
@@ -252,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
             return export(store, args.file)
         if args.command == "import":
             return import_(store, args.file)
+        if args.command == "decisions":
+            return decisions(store, args.against, args.top, args.csv)
         return prune(store, args.days, args.dry_run)
     except StoreCommandError as e:
         print(f"sweeper store: {e}", file=sys.stderr)

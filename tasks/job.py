@@ -48,6 +48,7 @@ PHASES = (
     Phase("timing", phases.timing, alone=True),
     Phase("steady_loop", phases.steady, lambda ctx: ctx.measure["steady_loop_s"] > 0, alone=True),
     Phase("time_modules", phases_profile.time_modules, alone=True),
+    Phase("roofs", phases_profile.measure_roofs, alone=True),
     Phase("profile_step", phases_profile.profile_step, alone=True),
     Phase("profile_modules", phases_profile.profile_modules, alone=True),
     # its CPU half first, without the lease, so that another job may time meanwhile

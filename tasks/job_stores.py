@@ -90,6 +90,25 @@ def autotune_documents(inductor_cache: Path, system: str | None) -> dict[str, di
     return systems
 
 
+def autotune_decisions(inductor_cache: Path, system: str | None, seed: dict | None) -> dict:
+    """Job, once it compiled: max-autotune's decisions its compile made itself (the ops it
+    timed, not those its seed held), each against the noise the store knows (its seed's
+    repeats, and the ops this job timed again) (sweeper/analysis/autotune_decisions.py).
+    The record's `autotune_decisions`."""
+    from sweeper.analysis import autotune_decisions as ad
+
+    docs = autotune_documents(inductor_cache, system)
+    mine = docs.get(system or "") or next(iter(docs.values()), {})
+    seed_doc = ((seed or {}).get("systems") or {}).get(system or "") or {}
+    seeded = ad.timings(seed_doc)
+    own = ad.timed_again(ad.timings(mine), seeded)
+    runs = [own, seeded, *ad.repeat_runs(seed_doc)]
+    gaps = ad.relative_gaps(runs)
+    rows = ad.decisions(own, runs)
+    return {"rows": rows, "summary": ad.summary(rows), "noise_pct": ad.noise_pct(gaps), "noise_gaps": len(gaps),
+            "noise_quantile": ad.NOISE_QUANTILE, "seeded_ops": len(seeded)}
+
+
 def write_autotune_entries(job_dir: Path, inductor_cache: Path, torch_version: str, system: str | None = None,
                            partial: bool = False, progress: dict | None = None) -> AutotuneStoreInfo:
     """Job: its timings and kernel configs into job_dir/ENTRIES_FILE, for the driver;

@@ -134,7 +134,7 @@ def profile_module(run: ModuleRun, device: str, measure: dict, trace_path: Path,
     entry["trace"] = str(trace_path)
     if sites is not None and entry["breakdown"] is not None:
         entry["model_code"] = model_code(events, device, "sweeper.call", entry["breakdown"], [sites], trace_path,
-                                         rank=1 + (entry["graph_id"] or 0))
+                                         rank=1 + (entry["graph_id"] or 0))[0]
     del call, events
     if device == "cuda":
         torch.cuda.empty_cache()

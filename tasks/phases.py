@@ -1,7 +1,7 @@
 """The job's chain, one function a phase, over one small context (tasks/job.py runs them):
 
     setup -> build -> eager -> compile -> warmup -> timing -> steady_loop
-          -> time_modules -> profile_step -> profile_modules -> microbench_prepare
+          -> time_modules -> roofs -> profile_step -> profile_modules -> microbench_prepare
           -> microbench
 
 Every unprofiled measurement comes before any profile: a profiler session can leave
@@ -93,6 +93,7 @@ class JobContext:
     checkpoint: AutotuneCheckpoint | None = None  # while an autotune=on job compiles
     lease: GpuLease | None = None  # held for whatever the job times on its GPU
     microbench_ready: dict[str, Prepared] | None = None  # kernel name -> readied, between the two microbench phases
+    roofs: dict | None = None  # roofs: the device's copy bandwidth and matmul peaks (tasks/roofs.py)
 
     @property
     def cfg(self) -> dict:
@@ -311,6 +312,9 @@ def warmup(ctx: JobContext) -> None:
         store = ctx.timings["autotune_store"]
         store.update(job_stores.write_autotune_entries(ctx.job_dir, inductor_cache(), torch_version(), inductor.system_hash()),
                      partial=False, checkpoints=checkpoint.writes, kernel_config_hits=inductor.kernel_config_hits())
+    if ctx.cfg.get("autotune"):
+        ctx.record["autotune_decisions"] = job_stores.autotune_decisions(inductor_cache(), inductor.system_hash(),
+                                                                        ctx.spec.autotune_seed)
     if compile_store.shared_by(ctx.cfg):  # every graph is compiled by now: the job's compile goes back too
         store = ctx.timings.setdefault("compile_store", {})
         if compiled_warm(ctx.timings) and not compiled_anything():

@@ -61,11 +61,47 @@ def profile_step(ctx: JobContext) -> None:
                    busy_wall_ms=(t.get("steady_loop") or {}).get("step_ms"))
     ctx.record["step"] = step
     ctx.record["artifacts"]["traces"]["step"] = str(trace)
-    code = model_code(events, ctx.device, "sweeper.step", step, launch_sites(ctx), trace)
+    sites = launch_sites(ctx)
+    code, kernels, placed = model_code(events, ctx.device, "sweeper.step", step, sites, trace)
     ctx.record["model_code"] = {**code, "tags": ctx.record["resolved"].get("module_tags"),
                                 "graphs": compiled_graphs(ctx)}
     say(f"model code: {code['attributed_pct'] or 0:.1f}% of the step's kernel time placed on "
         f"{len({r['module'] for r in code['rows']})} modules")
+    if ctx.roofs is not None:
+        ctx.record["roofline"] = roofline(kernels, placed, step["device_ms"], ctx)
+        line = ctx.record["roofline"]
+        say(f"roofline: {line['known_ms']:.2f} of the step's {line['device_ms']:.2f} ms of kernel time bounded; "
+            f"{line['recoverable_ms']:.2f} ms above the roofs")
+
+
+def measure_roofs(ctx: JobContext) -> None:
+    """The device's copy bandwidth and matmul peaks (tasks/roofs.py): kept on the node, so
+    measured by the first job of a device model and build only."""
+    from tasks import roofs
+
+    ctx.roofs = roofs.roofs(ctx.device)
+    peaks = ", ".join(f"{d} {v:.1f}" for d, v in ctx.roofs["matmul_tflops"].items())
+    say(f"roofs ({'kept from an earlier job' if ctx.roofs['reused'] else 'measured'}): "
+        f"copy {ctx.roofs['copy_gbps']:.0f} GB/s; matmul TFLOP/s {peaks}")
+
+
+def roofline(kernels: list, placed, device_ms: float, ctx: JobContext) -> dict:
+    """The record's `roofline` part (sweeper/analysis/roofline.py): every launch site of the
+    profiled step against the device's roofs, its work from the tags and Inductor's estimates
+    in the compiled modules' code."""
+    from pathlib import Path
+
+    from sweeper.analysis import roofline as rl
+
+    work: dict = {}
+    for m in made(ctx.capture, "the module capture").modules:
+        try:
+            work.update(rl.kernel_work(Path(m.path).read_text()))
+        except OSError:
+            continue
+    measured = made(ctx.roofs, "the device's roofs")
+    roofs = {k: measured[k] for k in ("copy_gbps", "matmul_tflops", "key", "reused")}
+    return rl.summary(rl.launch_rows(kernels, placed, work, roofs), device_ms, roofs)
 
 
 def launch_sites(ctx: JobContext, only: str | None = None) -> list:

@@ -16,6 +16,7 @@ from tasks.gc_watch import paused
 from tasks.timing import synchronize
 
 if TYPE_CHECKING:
+    from sweeper.analysis.attribution import Placed
     from sweeper.record import Breakdown
 
 
@@ -63,17 +64,18 @@ def profiled_kernels(events: list[dict], device: str, ranges: list[tuple[float, 
 
 
 def model_code(events: list[dict], device: str, label: str, breakdown: Breakdown, modules, trace_path: Path,
-               rank: int = 0) -> dict:
+               rank: int = 0) -> tuple[dict, list, Placed]:
     """Where in the model the profiled kernels' time comes from (sweeper/analysis/attribution.py;
     `modules`: the launch sites of each compiled module the profile ran, in call order); each
-    kernel event of the trace at `trace_path` gets its model module and source line in its args."""
+    kernel event of the trace at `trace_path` gets its model module and source line in its args.
+    Returns the record's summary, and the kernels with their placement (for the roofline)."""
     from sweeper.analysis.attribution import model_code as attribute
 
     kernels = profiled_kernels(events, device, tr.annotation_ranges(events, label))
     summary, placed = attribute(kernels, modules, cast(dict, breakdown))
     label_trace(trace_path, {(k.name, k.start_us): got for k, got in zip(kernels, placed.events)},
                 breakdown["runs"], label, rank)
-    return summary
+    return summary, kernels, placed
 
 
 def label_trace(trace_path: Path, labels: dict[tuple[str, float], tuple[str, str | None]], runs: int,

@@ -8,7 +8,8 @@ graph in the FX graph cache, and logs them as the structured-trace artifact
 compile_fx.py; read on torch 2.14.1 and 2.11). Stack traces name the model's source lines
 but not its modules: a Sequential's index is lost (``self.layer4(x)`` then ``self.bn2(x)``
 for every block of layer4). So a post-grad pass of ours adds one line to each node's stack
-trace naming its module from the node's ``nn_module_stack`` (forward) or
+trace naming its module, and for a matmul or convolution its FLOPs and bytes
+(tasks/node_work.py), from the node's ``nn_module_stack`` (forward) or
 ``fwd_nn_module_stack`` (the forward module of a backward node, which AOTAutograd copies;
 torch/_functorch/_aot_autograd/utils.py). The pass changes no node and no code, only that
 text; its uuid is part of the FX graph cache key, so graphs compiled without it are not
@@ -19,10 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeper.analysis.attribution import BACKWARD, FORWARD, tag_line
+from sweeper.analysis.attribution import BACKWARD, FORWARD, Work, tag_line
+from tasks.node_work import node_work
 
 # Bump when the tag's text changes: the cache key changes with it.
-_PASS_VERSION = "sweeper-module-tags-3"
+_PASS_VERSION = "sweeper-module-tags-4"
 
 
 def _class_name(cls: Any) -> str:
@@ -47,7 +49,9 @@ def tag_graph(graph) -> int:
         path, cls = list(stack.values())[-1]  # the innermost module
         text = node.meta.get("stack_trace") or ""
         if "[sweeper module]" not in text:
-            node.meta["stack_trace"] = text + tag_line(pass_, str(path), _class_name(cls), node.name)
+            work = node_work(node)
+            node.meta["stack_trace"] = text + tag_line(pass_, str(path), _class_name(cls), node.name,
+                                                       Work(**work) if work else None)
             tagged += 1
     return tagged
 

@@ -30,7 +30,12 @@ def test_dynamo_module_paths_read_as_named_modules_spells_them():
 def test_a_tag_reads_back_with_its_node_and_the_stacks_innermost_frame():
     s = stack("timm/models/resnet.py", 153, "x = self.bn2(x)", "backward", "L['self'].layer4[0].bn2",
               "BatchNorm2d", "native_batch_norm_backward_3")
-    assert at.read_tags(s) == [(at.Layer("layer4.0.bn2", "BatchNorm2d", "backward"), "native_batch_norm_backward_3")]
+    assert at.read_tags(s) == [(at.Layer("layer4.0.bn2", "BatchNorm2d", "backward"), "native_batch_norm_backward_3",
+                                None)]
+    # a matmul's tag carries its work, and reads back
+    w = at.Work(2 * 64 * 512 * 1000, 2 * (64 * 512 + 512 * 1000 + 64 * 1000), "float16")
+    tagged = at.tag_line("forward", "L['self'].fc", "Linear", "addmm", w)
+    assert at.read_tags(tagged) == [(at.Layer("fc", "Linear", "forward"), "addmm", w)]
     assert at.innermost_frame(s) == ("timm/models/resnet.py", 153, "x = self.bn2(x)")
     assert at.computes("convolution_backward_3", "convolution_backward")
     assert not at.computes("convolution_backward_3", "convolution") and at.computes("mm", "mm")
@@ -224,12 +229,23 @@ def test_a_real_compile_tags_its_kernels_and_reports_its_graph_break(tmp_path, m
     assert len(capture.modules) >= 4  # forward and backward on each side of the break
     known = {name for name, _ in net.named_modules()}
     layers = set()
+    works = {}
     for m in capture.modules:
         assert m.stack_traces, m.label()
         for site in at.with_known_paths(at.sites_of(open(m.path).read(), m.stack_traces), known):
             layers |= {(la.path, la.cls, la.pass_) for la in site.layers}
             if site.extern and at.extern_op(site.kernel).startswith("convolution"):
                 assert [la.path for la in site.layers] == ["conv"], site
+            if site.extern:
+                works[(at.extern_op(site.kernel), site.layers[0].pass_ if site.layers else None)] = site.work
+    # each extern call carries the work of its op, by hand: the conv's output is 2x8x6x6, each
+    # element 3x3x3 multiply-adds; its backward computes the weight's gradient only (the input
+    # needs none): as many; the fc (addmm, 2x8 by 8x4) 2x8x4 multiply-adds
+    conv = 2 * (2 * 8 * 6 * 6) * (3 * 3 * 3)
+    assert works[("convolution", "forward")] == at.Work(conv, 4 * (2 * 3 * 8 * 8 + 8 * 3 * 3 * 3 + 8 + 2 * 8 * 6 * 6),
+                                                        "float32")
+    assert works[("convolution_backward", "backward")].flops == conv
+    assert works[("addmm", "forward")].flops == 2 * 2 * 8 * 4
     assert {("conv", "Conv2d", "forward"), ("conv", "Conv2d", "backward"), ("fc", "Linear", "forward"),
             ("bn", "BatchNorm2d", "forward"), ("act", "ReLU", "forward")} <= layers
     (brk,) = graph_breaks(capture.graph_breaks)

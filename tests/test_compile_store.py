@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from sweeper.analysis.attribution import OUTSIDE
 from sweeper.job_spec import JobSpec
 from sweeper.record import new_record, read_record
 from sweeper.reporting.tables import compile_state, cpp_builds
@@ -33,6 +34,13 @@ def sweep(sweep_dir: Path, store: Path, *overrides: str) -> subprocess.Completed
 
 def step_kernels(rec: dict) -> set[str]:
     return {k["name"] for k in rec["step"]["kernels"]}
+
+
+def in_graphs_placed_pct(rec: dict) -> float:
+    """The share of the step's kernel time inside compiled graphs that was placed on model code."""
+    code = rec["model_code"]
+    inside = code["device_ms"] - code["unattributed"].get(OUTSIDE, 0.0)
+    return code["attributed_ms"] / inside * 100
 
 
 def step_kernels_cpp(rec: dict) -> set[str]:
@@ -98,7 +106,11 @@ def test_a_later_run_of_the_same_job_loads_it_and_runs_the_same_kernels(two_runs
     assert step_kernels(again) == step_kernels(first)
     assert ({(r["module"], r["pass"], r["category"]) for r in again["model_code"]["rows"]}
             == {(r["module"], r["pass"], r["category"]) for r in first["model_code"]["rows"]})
-    assert again["model_code"]["attributed_pct"] > 80 and again["model_code"]["sites"] == first["model_code"]["sites"]
+    assert again["model_code"]["sites"] == first["model_code"]["sites"]
+    # of the time inside compiled graphs, as much placed as cold. Not of the whole step: eager
+    # code between the graphs (the loss) is one profiled CPU op, and on a loaded 2-core CI
+    # machine one such op once took 73% of the step
+    assert in_graphs_placed_pct(again) > 80, again["model_code"]
     assert [m["role"] for m in again["modules"]] == ["forward", "backward"]
     assert all(m["status"] == "ok" for m in again["modules"])
     # nothing was compiled, so the store keeps the first run's compile untouched

@@ -199,6 +199,32 @@ def test_training_job_places_its_kernel_time_on_the_models_code(training_job):
     assert (sweep_dir / "figures" / "modules.png").exists() and "fig-modules" in text
 
 
+@pytest.mark.slow
+def test_a_cpu_job_bounds_its_convolutions_by_the_cpus_own_roofs(training_job):
+    """On a CPU the roofs are oneDNN's matmul peak and the copy bandwidth, measured by the
+    job; each convolution (oneDNN, through an extern call) is bounded by its op's work; a C++
+    kernel has no byte estimate: its time is unknown, never bounded."""
+    from sweeper.analysis.roofline import BY_FORMULA
+
+    job_dir, _ = training_job
+    line = read_record(job_dir)["roofline"]
+    roofs = line["roofs"]
+    assert roofs["copy_gbps"] > 0 and roofs["matmul_tflops"]["float32"] > 0 and roofs["key"]["threads"] >= 1
+    rows = line["rows"]
+    assert len(rows) == line["sites"] < 100  # a small model: every site kept
+    convs = [r for r in rows if r["category"] == "library_mm_conv" and "convolution" in r["site"]]
+    assert len(convs) >= 2 * 10 and all(r["work_from"] == BY_FORMULA and r["flops"] > 0 and r["bytes"] > 0
+                                        and r["dtype"] == "bfloat16" and r["bound_ms"] > 0 for r in convs)
+    cpp = [r for r in rows if r["category"] == "cpp_kernel"]
+    assert cpp and all(r["bound_ms"] is None and r["recoverable_ms"] is None for r in cpp)
+    assert line["by_category"]["cpp_kernel"]["unknown_ms"] > 0
+    assert line["recoverable_ms"] == pytest.approx(sum(r["recoverable_ms"] for r in rows if r["recoverable_ms"] is not None))
+    assert line["known_ms"] + line["unknown_ms"] == pytest.approx(line["device_ms"])
+    table = pd.read_csv(job_dir.parent / "tables" / "recoverable.csv")
+    assert len(table) == len([r for r in rows if r["recoverable_ms"] is not None])
+    assert table["recoverable_ms"].is_monotonic_decreasing
+
+
 def test_a_cpu_breakdown_never_exceeds_the_time_it_breaks_down(training_job):
     """On a CPU the profiler slows the ops it times: the kernel table, each category and
     each module's breakdown are scaled to the unprofiled run, never above its wall time."""
@@ -300,15 +326,20 @@ def test_out_of_memory_reason_names_the_batch_size():
 
 
 def test_a_cpu_report_answers_first(training_job):
-    """The report's first findings of a CPU sweep say where in the model and in which kinds
-    of kernel its CPU time goes, from its real job, before any caveat."""
+    """The report's first findings of a CPU sweep say how much of its CPU time is above the
+    CPU's roofs, then where in the model and in which kinds of kernel it goes, from its real
+    job, before any caveat."""
     import html
     import re
 
     page = html.unescape((training_job[0].parent / "report.html").read_text())
-    found = re.search(r"<ul class='findings'>\s*<li data-rule='where_in_model'>(.*?)</li>\s*"
+    found = re.search(r"<ul class='findings'>\s*<li data-rule='most_to_win'>(.*?)</li>\s*"
+                      r"<li data-rule='where_in_model'>(.*?)</li>\s*"
                       r"<li data-rule='where_time_goes'>(.*?)</li>", page, re.S)
-    model, first = found.group(1), found.group(2)
+    assert found, page[page.find("<ul class='findings'>"):][:2000]
+    to_win, model, first = found.group(1), found.group(2), found.group(3)
+    assert re.match(r"Left to win: [\d.]+ ms a step over the sweep \(\d+% of its kernel time\) is above the device's "
+                    r"roofs .* library (convolution|matmul)s at ", to_win), to_win
     assert re.match(r"test_resnet b2 train bf16: \d+% of its CPU time a step \([\d.]+ ms\) is in \w+ "
                     r"\(forward \d+%, backward \d+%\); its costliest layer, [\w.]+ \(Conv2d, ", model), model
     assert re.match(r"test_resnet b2 train bf16: \d+% of its CPU time a step \([\d.]+ ms\) goes to ", first), first
@@ -328,8 +359,9 @@ def test_cpu_report_speaks_of_the_cpu_and_renders_in_a_browser(training_job):
                            "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     dom = proc.stdout
-    # model modules, shares, busy, categories, compile: the others need a GPU or a pair
-    assert 'data-figures-rendered="5"' in dom
+    # model modules, shares, busy, categories, the roofline (the CPU's own roofs), compile:
+    # the others need a GPU or a pair
+    assert 'data-figures-rendered="6"' in dom
     assert "CPU busy %" in dom and "CPU time by kernel category" in dom
     # the text, not the figures' base64 data, which once held "GPU" by chance
     dom = re.sub(r"data:image/[a-z]+;base64,[A-Za-z0-9+/=]+", "data:image", dom)

@@ -68,6 +68,27 @@ class Layer:
 
 
 @dataclass(frozen=True)
+class Work:
+    """What one launch computes: FLOPs by PyTorch's formulas for the op, the bytes its
+    tensors span, the dtype of its inputs (tasks/node_work.py)."""
+
+    flops: float
+    bytes: float | None
+    dtype: str | None
+
+    def token(self) -> str:
+        return f"work={self.flops:.0f}/{'' if self.bytes is None else f'{self.bytes:.0f}'}/{self.dtype or ''}"
+
+    @staticmethod
+    def read(token: str) -> "Work | None":
+        try:
+            flops, nbytes, dtype = token.removeprefix("work=").split("/")
+            return Work(float(flops), float(nbytes) if nbytes else None, dtype or None)
+        except ValueError:
+            return None
+
+
+@dataclass(frozen=True)
 class Site:
     """One launch in a compiled module's call(), with what torch says it computes."""
 
@@ -79,6 +100,7 @@ class Site:
     layer_sources: tuple[str | None, ...] = ()  # the source line of each of `layers`
     fx_nodes: tuple[str, ...] = ()
     aten_ops: tuple[str, ...] = ()
+    work: Work | None = None  # of the op an extern call or a Triton template computes
 
     @property
     def key(self) -> str:
@@ -103,6 +125,10 @@ class Placed:
     device_ms: float = 0.0
     # per event, in the order given: (layers, source) or (reason, None) where unplaced
     events: list[tuple[str, str | None]] = field(default_factory=list)
+    # per event, in the order given: the launch sites it was placed on, with its share of
+    # each (none where unplaced); and the factor model_code() scaled its times by
+    event_sites: list[tuple[tuple[Site, float], ...]] = field(default_factory=list)
+    scale: float = 1.0
 
 
 def normalize_path(dynamo_path: str) -> str:
@@ -113,24 +139,27 @@ def normalize_path(dynamo_path: str) -> str:
     return path.strip(".")
 
 
-def tag_line(pass_: str, dynamo_path: str, cls: str, node: str) -> str:
+def tag_line(pass_: str, dynamo_path: str, cls: str, node: str, work: Work | None = None) -> str:
     """The line tasks/provenance.py appends to a post-grad node's stack trace: the node's
     pass, module and class, and its own name (an extern call's site lists the nodes fused
-    into its inputs too; the node named like its op is the one it computes)."""
-    return f"  {TAG} {pass_} {normalize_path(dynamo_path) or '.'} {cls} {node}\n"
+    into its inputs too; the node named like its op is the one it computes); then, for an
+    op with a FLOP formula, its work."""
+    extra = f" {work.token()}" if work is not None else ""
+    return f"  {TAG} {pass_} {normalize_path(dynamo_path) or '.'} {cls} {node}{extra}\n"
 
 
-def read_tags(stack: str) -> list[tuple[Layer, str]]:
-    """The (layer, FX node) pairs tagged in one stack trace (read_tags(x + tag_line(...))
-    gives them back)."""
+def read_tags(stack: str) -> list[tuple[Layer, str, Work | None]]:
+    """The (layer, FX node, work) tagged in one stack trace (read_tags(x + tag_line(...))
+    gives them back); tags written before work was tagged read with None."""
     out = []
     for line in stack.splitlines():
         line = line.strip()
         if line.startswith(TAG):
             parts = line[len(TAG):].split()
-            if len(parts) == 4:
-                pass_, path, cls, node = parts
-                out.append((Layer("" if path == "." else path, cls, pass_), node))
+            if len(parts) in (4, 5):
+                pass_, path, cls, node = parts[:4]
+                work = Work.read(parts[4]) if len(parts) == 5 else None
+                out.append((Layer("" if path == "." else path, cls, pass_), node, work))
     return out
 
 
@@ -190,14 +219,14 @@ def sites_of(wrapper_source: str, stacks: Mapping[str, Sequence[str]]) -> list[S
     out = []
     for kernel, handle, nodes, aten in launch_sites(wrapper_source):
         extern = is_extern(kernel)
-        tagged = [(layer, node, stack) for stack in stacks.get(f"{kernel}:{handle}") or ()
-                  for layer, node in read_tags(stack)]
+        tagged = [(layer, node, stack, work) for stack in stacks.get(f"{kernel}:{handle}") or ()
+                  for layer, node, work in read_tags(stack)]
         if extern:  # the node the call computes, not those fused into its inputs
             own = [t for t in tagged if computes(t[1], extern_op(kernel))]
             tagged = own or tagged
         layers: dict[Layer, str | None] = {}
         sources: dict[str, None] = {}
-        for layer, _, stack in tagged:
+        for layer, _, stack, _ in tagged:
             frame = innermost_frame(stack)
             line = f"{frame[0]}:{frame[1]}" if frame else None
             if line:
@@ -205,8 +234,27 @@ def sites_of(wrapper_source: str, stacks: Mapping[str, Sequence[str]]) -> list[S
             if layers.get(layer) is None:
                 layers[layer] = line
         out.append(Site(kernel, handle, extern, layers=tuple(layers), sources=tuple(sources), fx_nodes=nodes,
-                        aten_ops=aten, layer_sources=tuple(layers.values())))
+                        aten_ops=aten, layer_sources=tuple(layers.values()),
+                        work=_site_work(tagged) if extern or kernel.startswith(TEMPLATE_PREFIX) else None))
     return out
+
+
+# A Triton template (max-autotune's matmul or convolution) computes its op; another generated
+# kernel lists the matmul whose input or output it fuses (a convolution's bias gradient)
+# without computing it, so only these and extern calls take their nodes' work.
+TEMPLATE_PREFIX = "triton_tem_"
+
+
+def _site_work(tagged: list) -> Work | None:
+    """The work of a launch site's tagged nodes, each node once (a node's stack trace may
+    be listed under several kernels): an extern call's own op, a template's matmul."""
+    works = {node: work for _, node, _, work in tagged if work is not None}
+    if not works:
+        return None
+    nbytes = [w.bytes for w in works.values()]
+    dtypes = {w.dtype for w in works.values() if w.dtype}
+    return Work(sum(w.flops for w in works.values()), None if None in nbytes else sum(b or 0.0 for b in nbytes),
+                dtypes.pop() if len(dtypes) == 1 else None)
 
 
 def event_kernel_name(name: str) -> str:
@@ -305,6 +353,7 @@ def attribute_events(events: Sequence[Interval], modules: Sequence[Sequence[Site
             reason = OUTSIDE if _between_graphs(modules, before, after) else NO_SITE
             placed.unattributed[reason] = placed.unattributed.get(reason, 0.0) + ms
             placed.events.append((f"not placed: {reason}", None))
+            placed.event_sites.append(())
             continue
         share = 1.0 / len(fits)
         _add(placed, e, [(s, share) for s in fits], BY_ORDER if len(fits) == 1 else BY_ORDER_SHARED, ms)
@@ -370,6 +419,7 @@ def _add(placed: Placed, e: Interval, sites: list[tuple[Site, float]], how: str,
     layers = [layer.label() for site, _ in sites for layer in site.layers]
     source = next((site.sources[0] for site, _ in sites if site.sources), None)
     placed.events.append(("; ".join(layers) if layers else f"not placed: {NO_MODULE}", source))
+    placed.event_sites.append(tuple(sites))
 
 
 def summary(placed: Placed) -> dict:
@@ -477,6 +527,7 @@ def model_code(kernels: Sequence[Interval], modules: Sequence[Sequence[Site]], b
         placed.how = {k: v * scale for k, v in placed.how.items()}
         placed.unattributed = {k: v * scale for k, v in placed.unattributed.items()}
         placed.device_ms *= scale
+        placed.scale = scale
     kernel_columns(placed, breakdown.get("kernels") or [])
     out = summary(placed)
     out["sites"] = sum(len(s) for s in modules)

@@ -449,14 +449,18 @@ def accuracy_failed(jobs: pd.DataFrame) -> list[Finding]:
 
 
 def all_findings(jobs: pd.DataFrame, cats: pd.DataFrame, kernels: pd.DataFrame, bench: pd.DataFrame,
-                 model_code: tuple[list[Finding], list[Finding]] = ([], [])) -> tuple[list[Finding], pd.DataFrame]:
-    """Every finding the sweep's data supports: where in the model each job's time goes
-    and in which kinds of kernel first, then the other per-job rules, then across jobs;
-    and the module-view table (module_view). `model_code`: the findings of the time by
-    model code (sweeper/reporting/model_code.py), per job and per pair of jobs."""
+                 model_code: tuple[list[Finding], list[Finding]] = ([], []),
+                 to_win: list[Finding] | None = None, decisions: list[Finding] | None = None
+                 ) -> tuple[list[Finding], pd.DataFrame]:
+    """Every finding the sweep's data supports: what is left to win over the sweep, where
+    in the model each job's time goes and in which kinds of kernel first, then the other
+    per-job rules, then across jobs; and the module-view table (module_view). `model_code`:
+    the findings of the time by model code (sweeper/reporting/model_code.py), per job and
+    per pair of jobs; `to_win`: the roofline's (sweeper/reporting/roofline.py); `decisions`:
+    max-autotune's decisions against their noise (sweeper/reporting/autotune_decisions.py)."""
     views, table = module_view(jobs, cats)
     code, pairs = model_code
-    found = (accuracy_failed(jobs) + code + where_time_goes(jobs, cats, kernels) + launch_bound(jobs) + layout_conversions(jobs, kernels)
-             + autotune(jobs, kernels) + pairs
+    found = (accuracy_failed(jobs) + (to_win or []) + code + where_time_goes(jobs, cats, kernels) + launch_bound(jobs)
+             + layout_conversions(jobs, kernels) + autotune(jobs, kernels) + (decisions or []) + pairs
              + memory_bound(bench) + views + across_runs(jobs))
     return fold_twins(found, jobs), table

@@ -12,7 +12,8 @@ from typing import Any, cast
 import pandas as pd
 
 from sweeper.record import Record, RecordError, read_record, relocate
-from sweeper.reporting.tables import MODEL_MODULE_COLUMNS
+from sweeper.reporting.tables import (DECISION_COLUMNS, MODEL_MODULE_COLUMNS, RECOVERABLE_COLUMNS, decision_rows,
+                                      recoverable_rows)
 
 
 class AggregateError(ValueError):
@@ -124,6 +125,10 @@ class LoadedSweep:
     unreadable: dict[int, str] = field(default_factory=dict)  # job number -> why its result.json was left out
     # the step's time by model module (tables.MODEL_MODULE_COLUMNS): tables/modules.*
     model_modules: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(MODEL_MODULE_COLUMNS)))
+    # each job's launch sites with the most to win (roofline.RECOVERABLE_COLUMNS): tables/recoverable.*
+    recoverable: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(RECOVERABLE_COLUMNS)))
+    # max-autotune's decisions each autotune=on job made (tables.DECISION_COLUMNS): tables/autotune_decisions.*
+    decisions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(DECISION_COLUMNS)))
 
     @property
     def started_at(self) -> str:
@@ -141,7 +146,7 @@ def read_sweep(sweep_dir: Path) -> LoadedSweep:
     summary, dirs, notes = _job_dirs(sweep_dir)
     records: dict[int, Record] = {}
     unreadable: dict[int, str] = {}
-    jobs, cats, benches, kernel_parts, module_rows = [], [], [], [], []
+    jobs, cats, benches, kernel_parts, module_rows, to_win, decided = [], [], [], [], [], [], []
     for num, d in dirs.items():
         try:
             record = _read_job(num, d)
@@ -153,6 +158,8 @@ def read_sweep(sweep_dir: Path) -> LoadedSweep:
         cats += tables.category_rows(record, None)
         benches += tables.bench_rows(record, None)
         module_rows += tables.model_module_rows(record, None)
+        to_win += recoverable_rows(record, num)
+        decided += decision_rows(record, num)
         rows = tables.kernel_rows(record, None)
         if rows:  # an empty part would make every column of the concatenated table object-typed
             kernel_parts.append(pd.DataFrame(rows, columns=list(tables.KERNEL_COLUMNS)))
@@ -161,7 +168,7 @@ def read_sweep(sweep_dir: Path) -> LoadedSweep:
     names, shared = tables.unique_labels(page), tables.shared_gpu(page)
     for row in jobs:
         row["label"], row["shared_gpu_with"] = names[row["job"]], shared.get(row["job"])
-    for row in cats + benches + module_rows:
+    for row in cats + benches + module_rows + to_win + decided:
         row["label"] = names[row["job"]]
     kernels = (pd.concat(kernel_parts, ignore_index=True) if kernel_parts
                else pd.DataFrame(columns=list(tables.KERNEL_COLUMNS)))
@@ -169,4 +176,6 @@ def read_sweep(sweep_dir: Path) -> LoadedSweep:
     return LoadedSweep(sweep_dir, summary, records, notes, tables.jobs_frame(jobs),
                        pd.DataFrame(cats, columns=list(tables.CATEGORY_COLUMNS)), kernels,
                        pd.DataFrame(benches, columns=list(tables.BENCH_COLUMNS)), unreadable,
-                       pd.DataFrame(module_rows, columns=list(tables.MODEL_MODULE_COLUMNS)))
+                       pd.DataFrame(module_rows, columns=list(tables.MODEL_MODULE_COLUMNS)),
+                       pd.DataFrame(to_win, columns=list(RECOVERABLE_COLUMNS)),
+                       pd.DataFrame(decided, columns=list(DECISION_COLUMNS)))

@@ -6,9 +6,10 @@ read from here; each job's own findings stay in its section of the page.
 
 Every ranking is by device time a step, one step of each job: the sweep's device time is
 the sum over its finished jobs of their profiled step's summed kernel time (device_ms).
-"Left to win" is only where it is known: a benchmarked Triton kernel's time above what it
-would take at the job's measured peak bandwidth, per step (step_ms x (1 - achieved/peak)),
-kernels over the peak counting nothing.
+"Left to win" is only where it is known: a launch's time above its bound at the device's
+measured roofs (sweeper/analysis/roofline.py); for records without a roofline, a benchmarked
+Triton kernel's time above what it would take at the job's measured peak bandwidth, per
+step (step_ms x (1 - achieved/peak)), kernels over the peak counting nothing.
 """
 
 from __future__ import annotations
@@ -63,7 +64,8 @@ class Overview:
     by_variant: pd.DataFrame  # variant, jobs, device_ms, share_pct, busy_median, speedup_median
     top_jobs: pd.DataFrame  # job, label, device_ms, share_pct, busy_pct, speedup, left_ms
     top_kernels: pd.DataFrame  # job, label, kernel, category, device_ms, share_pct, pct_of_peak, left_ms
-    left_ms: float | None  # time left to win a step over the sweep, where known (None: no microbenchmarks)
+    left_ms: float | None  # time left to win a step over the sweep, where known (None: no bound known)
+    roofline: bool = False  # left_ms from the roofline (both roofs), not the microbenchmarks' bandwidth
     findings: list[Finding] = field(default_factory=list)  # the sweep-level sentences, first screen
 
 
@@ -72,8 +74,16 @@ def _median(s: pd.Series) -> float | None:
     return float(s.median()) if len(s) else None
 
 
-def left_to_win(bench: pd.DataFrame) -> pd.DataFrame:
-    """Per benchmarked kernel (job, kernel): ms a step above its bandwidth bound."""
+def left_to_win(bench: pd.DataFrame, recoverable: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per kernel (job, kernel): ms a step above its bound. From the roofline's launch sites
+    (both roofs, every kind of kernel with known work) where the records have them, else
+    from the benchmarked Triton kernels against the bandwidth alone."""
+    if recoverable is not None and recoverable["recoverable_ms"].notna().any():
+        r = recoverable.dropna(subset=["recoverable_ms"])
+        g = r.groupby(["job", "kernel"], as_index=False).agg(left_ms=("recoverable_ms", "sum"),
+                                                            bound=("bound_ms", "sum"), ms=("device_ms", "sum"))
+        return pd.DataFrame({"job": g["job"], "kernel": g["kernel"], "pct_of_peak": 100 * g["bound"] / g["ms"],
+                             "left_ms": g["left_ms"]})
     if bench.empty:
         return pd.DataFrame(columns=["job", "kernel", "pct_of_peak", "left_ms"])
     b = bench.dropna(subset=["pct_of_peak_bandwidth", "step_ms"])
@@ -83,7 +93,7 @@ def left_to_win(bench: pd.DataFrame) -> pd.DataFrame:
 
 
 def overview(jobs: pd.DataFrame, cats: pd.DataFrame, kernels: pd.DataFrame, bench: pd.DataFrame,
-             device: str) -> Overview:
+             device: str, recoverable: pd.DataFrame | None = None) -> Overview:
     ok = jobs[(jobs["status"] == "ok") & jobs["device_ms"].notna()].copy()
     ok["family"] = ok["model"].map(family)
     ok["variant"] = [variant(r) for _, r in ok.iterrows()]
@@ -111,8 +121,10 @@ def overview(jobs: pd.DataFrame, cats: pd.DataFrame, kernels: pd.DataFrame, benc
     by_family, by_variant = groups("family"), groups("variant")
     by_family["top_category"] = by_family["family"].map(top_cat)
 
-    left = left_to_win(bench)
-    left_by_job = left.groupby("job")["left_ms"].sum() if len(left) else pd.Series(dtype=float)
+    left = left_to_win(bench, recoverable)
+    roofline = recoverable is not None and recoverable["recoverable_ms"].notna().any()
+    left_by_job = (ok.set_index("job")["recoverable_ms"].dropna() if roofline
+                   else left.groupby("job")["left_ms"].sum() if len(left) else pd.Series(dtype=float))
     top_jobs = ok.sort_values("device_ms", ascending=False).head(TOP_JOBS)
     top_jobs = pd.DataFrame({"job": top_jobs["job"], "label": top_jobs["label"], "device_ms": top_jobs["device_ms"],
                              "share_pct": [share(v) for v in top_jobs["device_ms"]],
@@ -124,7 +136,7 @@ def overview(jobs: pd.DataFrame, cats: pd.DataFrame, kernels: pd.DataFrame, benc
     ks = ks.merge(left, on=["job", "kernel"], how="left")
     ks["share_pct"] = [share(v) for v in ks["device_ms"]]
     out = Overview(device, len(ok), total, by_cat.reset_index(drop=True), by_family, by_variant, top_jobs,
-                   ks.reset_index(drop=True), float(left["left_ms"].sum()) if len(left) else None)
+                   ks.reset_index(drop=True), float(left_by_job.sum()) if len(left_by_job) else None, roofline=roofline)
     out.findings = sweep_findings(out)
     return out
 
@@ -181,7 +193,7 @@ def sweep_findings(o: Overview) -> list[Finding]:
                            f"{_short(str(k['kernel'].iloc[0]))} in {k['label'].iloc[0]}, "
                            f"{_ms(float(k['device_ms'].iloc[0]))} a step.", "#overview-kernels",
                            {"share_pct": float(k["share_pct"].sum())}))
-    if o.left_ms is not None and o.left_ms > 0:
+    if o.left_ms is not None and o.left_ms > 0 and not o.roofline:  # with the roofline: its finding (most_to_win)
         known = k.dropna(subset=["left_ms"]) if len(k) else k
         out.append(Finding("sweep_left_to_win", "sweep", f"The benchmarked Triton kernels could win back "
                            f"{_ms(o.left_ms)} a step over the sweep ({100 * o.left_ms / o.device_ms:.1f}% of its "
@@ -201,10 +213,11 @@ RULE_SUMMARY = {
     "autotune": ("speedup", False, "{:.2f}x"),
     "memory_bound": (None, False, ""),
     "module_view": ("difference_pp", False, "{:+.1f} points"),
+    "autotune_decisions": ("within_noise", False, "{:.0f} choices within noise"),
 }
 RULE_WORDS = {"launch_bound": "launch-bound", "layout_conversions": "layout conversions",
               "autotune": "max-autotune pairs", "memory_bound": "kernels far from the bandwidth roofline",
-              "module_view": "module view against the step"}
+              "module_view": "module view against the step", "autotune_decisions": "max-autotune's decisions"}
 
 
 def rule_summaries(found: list[Finding], job_of: dict[str, int]) -> list[Finding]:

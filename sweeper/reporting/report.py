@@ -108,6 +108,7 @@ def _small_page(sweep: LoadedSweep, view: ReportView) -> str:
     out = _header(sweep_dir, summary, records, jobs)
     out += _changed_section(view.comparison) if view.comparison is not None else []
     out += _findings_section(view.findings, jobs)
+    out += _to_win_section(sweep.recoverable)
     out += _notes_section(view.notes)
     out += _jobs_section(sweep_dir, records, jobs, entries)
     mv = view.module_view
@@ -131,6 +132,7 @@ def _large_page(sweep: LoadedSweep, view: ReportView) -> str:
     out = _header(sweep_dir, summary, records, jobs)
     out += _changed_section(view.comparison) if view.comparison is not None else []
     out += _overview_section(view.overview, across, per_job, jobs) if view.overview is not None else []
+    out += _to_win_section(sweep.recoverable)
     out += _notes_section(view.notes)
     out += _jobs_section(sweep_dir, records, jobs, entries, details=True)
     out += _figures_section(view.figures, sweep_dir, view.embed_figures)
@@ -236,8 +238,9 @@ def _overview_section(o: Overview, across: list[Finding], per_job: list[Finding]
     for f in said:
         out.append(f"<li data-rule='{_e(f.rule)}'>{_e(f.text)} <a href='{_e(f.link)}'>(see)</a></li>")
     out.append(f"</ul><p class='small'>Ranked by {dev} time a step, one step of each finished job (the sweep's "
-               f"{dev} time: their sum). Left to win: a benchmarked Triton kernel's time above what it takes at the "
-               "job's measured peak bandwidth. Each job's own findings are in its section "
+               f"{dev} time: their sum). Left to win: a launch's time above its bound at the device's measured roofs "
+               "(copy bandwidth, matmul peak per dtype; before the roofline, a benchmarked Triton kernel's time above "
+               "the measured peak bandwidth). Each job's own findings are in its section "
                "(<a href='#details'>Each job</a>), linked from the jobs table; the rules: docs/method.md, "
                "\"Findings\".</p>")
     if len(o.top_jobs):
@@ -301,6 +304,32 @@ def _job_details_section(bench: pd.DataFrame, jobs: pd.DataFrame, kernels: pd.Da
         if rows is not None and len(rows):
             out += _kernel_table(r["job"], rows, benched.get(r["job"]) or {}, KERNELS_PER_JOB_LARGE, heading=False)
         out.append("</details>")
+    return out
+
+
+def _to_win_section(recoverable: pd.DataFrame) -> list[str]:
+    """The launch sites with the most left to win over the sweep (sweeper/reporting/roofline.py);
+    nothing where no record has a roofline."""
+    from sweeper.reporting.roofline import TOP_TO_WIN, ranking
+
+    top = ranking(recoverable, TOP_TO_WIN) if len(recoverable) else recoverable
+    if top.empty:
+        return []
+    out = ["<h3 id='to-win'>Most left to win</h3><table id='to-win-table'><tr><th>kernel</th><th>model code</th>"
+           "<th>job</th><th>ms a step</th><th>bound ms</th><th>bound by</th><th>% of bound</th><th>left to win ms</th></tr>"]
+    for _, r in top.iterrows():
+        where = " ".join(str(x) for x in (r["module"], f"({r['source']})" if r["source"] else None) if x)
+        out.append(f"<tr><td><code title='{_e(_short(str(r['kernel']), 300))}'>{_e(_short(str(r['kernel']), 50))}</code>"
+                   f"<br><span class='small'>{_e(r['category'])}</span></td><td class='small'>{_e(where)}</td>"
+                   f"<td><a href='#job-{r['job']}'>{_e(r['label'])}</a></td><td class='num'>{_num(r['device_ms'], '{:.3f}')}</td>"
+                   f"<td class='num'>{_num(r['bound_ms'], '{:.3f}')}</td>"
+                   f"<td>{_e(r['bound_by'])}{' ' + _e(r['dtype']) if r['bound_by'] == 'compute' else ''}</td>"
+                   f"<td class='num'>{_num(r['efficiency_pct'], '{:.0f}')}</td>"
+                   f"<td class='num'>{_num(r['recoverable_ms'], '{:.3f}')}</td></tr>")
+    out.append("</table><p class='small'>A launch site's bound: its time at the device's measured roofs, the larger "
+               "of bytes / copy bandwidth and FLOPs / the matmul peak of its dtype; left to win: its time above that. "
+               "Every site of every job: <code>tables/recoverable.csv</code>; method: docs/method.md, \"How far each "
+               "kernel is from the hardware\".</p>")
     return out
 
 

@@ -5,7 +5,11 @@ Three tables, one row per:
 - job x scope x category (CATEGORY_COLUMNS): the step and each module;
 - job x scope x kernel (KERNEL_COLUMNS);
 - job x selected kernel, with its microbenchmarks (BENCH_COLUMNS);
-- job x model module x pass x category (MODEL_MODULE_COLUMNS): the step's time by model code.
+- job x model module x pass x category (MODEL_MODULE_COLUMNS): the step's time by model code;
+- job x launch site (RECOVERABLE_COLUMNS): the step's launches against the device's roofs,
+  most to win first (sweeper/analysis/roofline.py);
+- job x tuned op (DECISION_COLUMNS): max-autotune's decisions an autotune=on job made, against
+  their noise (sweeper/analysis/autotune_decisions.py).
 Each table's columns are documented here, once; sweeper/aggregate.py writes them as
 Parquet and CSV into <sweep>/tables/.
 """
@@ -60,6 +64,11 @@ JOB_COLUMNS: dict[str, str] = {
     "recompiles": "frames compiled again after a guard failed; none: not recorded",
     "model_code_pct": "share of the step's kernel time inside compiled graphs placed on a model module and source line, % (sweeper/analysis/attribution.py); none: not recorded",
     "outside_graphs_ms": "kernel time a step outside compiled graphs (eager code between them), ms",
+    "bound_ms": "the step's kernel time at the device's roofs, where its work is known, ms (sweeper/analysis/roofline.py)",
+    "recoverable_ms": "the step's kernel time above the roofs, where its work is known, ms: what is left to win",
+    "roofline_known_pct": "share of the step's kernel time whose work is known (a bound), %",
+    "copy_gbps": "the device's measured copy bandwidth, GB/s (bytes read plus written)",
+    "matmul_tflops": "the device's measured dense matmul peak per dtype, TFLOP/s",
     "accuracy": "the compiled step against eager, PyTorch's benchmark runner's --accuracy check (tasks/accuracy.py): passed, failed, or not checked (why); none: not recorded",
     "accuracy_failed": "the tensors outside the tolerance: how many of how many, the first ones",
     "peak_memory_mb": "peak allocated device memory, MiB (none on a CPU)",
@@ -133,6 +142,52 @@ MODEL_MODULE_COLUMNS: dict[str, str] = {
     "device_ms": "device time per step, ms (a kernel fusing several modules' code: split evenly among them)",
     "launches": "launches per step (shared the same way)",
     "source": "the model source line that calls the module (file:line, the innermost frame of its code's stack)",
+}
+
+RECOVERABLE_COLUMNS: dict[str, str] = {
+    "job": "Hydra job number",
+    "label": "as in the job table",
+    "kernel": "the launch site's costliest kernel (a library call may launch several: `kernels`)",
+    "kernels": "kernels launched from the site in the profiled step",
+    "category": "the costliest kernel's category",
+    "site": "the launch in the compiled module's code, <kernel or extern call>:<its provenance debug handle> (the wrapper's `# [Provenance debug handles]` comment above it)",
+    "module": "the model modules it computes (path, class, pass), as in the modules table",
+    "source": "the model source line (file:line)",
+    "launches": "kernel launches per step",
+    "device_ms": "its kernels' device time per step, ms",
+    "flops": "floating-point operations per step (PyTorch's FLOP formula on the op's shapes, or Inductor's kernel_flop)",
+    "bytes": "bytes its tensors span per step (the op's inputs and outputs, or Inductor's kernel_num_gb)",
+    "dtype": "the op's input dtype, as the matmul peak that bounds it is named (tf32: a float32 op that TF32 may run)",
+    "work_from": "where flops and bytes come from",
+    "bound_ms": "the time at the device's roofs, max(bytes / copy bandwidth, FLOPs / matmul peak of its dtype), ms",
+    "bound_by": "which roof binds: compute or memory",
+    "efficiency_pct": "bound_ms over device_ms, %",
+    "tflops_per_s": "achieved TFLOP/s",
+    "gb_per_s": "achieved GB/s (bytes over time)",
+    "recoverable_ms": "device_ms - bound_ms: what is left to win a step, ms",
+}
+
+
+DECISION_COLUMNS: dict[str, str] = {
+    "job": "Hydra job number (an autotune=on job)",
+    "label": "as in the job table",
+    "op": "the op max-autotune tuned: mm, addmm, convolution, ...",
+    "inputs": "its inputs as Inductor keys them: device, dtype, sizes, strides and offset of each",
+    "precision": "the float32 matmul precision it was timed under",
+    "choices": "choices timed (template configs and library calls)",
+    "winner": "the fastest choice, which the compile took",
+    "winner_kind": "template (Inductor generated it) or library (cuBLAS, cuDNN, oneDNN)",
+    "winner_ms": "its time in the autotuning benchmark, ms",
+    "runner_up": "the second fastest",
+    "runner_up_ms": "its time, ms",
+    "margin_pct": "runner_up_ms over winner_ms, less 1, %",
+    "noise_pct": "how far one choice's timings move between runs: the 90th percentile of the relative gaps, % (none: no repeated timings)",
+    "mark": "within noise (margin under the noise: the next run may choose the runner-up), beyond noise, or noise unknown",
+    "library_ms": "the best library call's time: what autotune off runs, ms",
+    "template_ms": "the best template's time, ms",
+    "library_margin_pct": "the gap between the best template and the best library call, % of the faster",
+    "library_mark": "that gap against the noise: whether template against library was a real decision",
+    "gain_ms": "library_ms - winner_ms: what the decision bought against autotune off, one call, ms",
 }
 
 BENCH_COLUMNS: dict[str, str] = {
@@ -341,6 +396,7 @@ def job_row(rec: Record, label: str | None, shared: str | None) -> dict:
         "compiled_graphs": sum(1 for m in rec.get("modules") or [] if m.get("role") in ("forward", "inference"))
         if rec.get("modules") else None,
         **model_code_columns(rec),
+        **roofline_columns(rec),
         "nvml_expected_pct": nvml_expected_pct(step.get("busy_pct"), step.get("kernel_launches"),
                                                step.get("busy_wall_ms")) if env.get("gpu") else None,
         "steady_step_ms": ((rec.get("timings") or {}).get("steady_loop") or {}).get("step_ms"),
@@ -459,6 +515,29 @@ def model_code_columns(rec: Mapping[str, Any]) -> dict:
             "recompiles": graphs.get("recompiles"),
             "model_code_pct": mc["attributed_ms"] / inside * 100 if mc and inside > 0 else None,
             "outside_graphs_ms": (outside or 0.0) if mc else None}
+
+
+def roofline_columns(rec: Mapping[str, Any]) -> dict:
+    """The jobs table's roofline columns (JOB_COLUMNS); None where not recorded."""
+    line = rec.get("roofline") or {}
+    roofs = line.get("roofs") or {}
+    peaks = roofs.get("matmul_tflops") or {}
+    return {"bound_ms": line.get("bound_ms"), "recoverable_ms": line.get("recoverable_ms"),
+            "roofline_known_pct": line["known_ms"] / line["device_ms"] * 100 if line.get("device_ms") else None,
+            "copy_gbps": roofs.get("copy_gbps"),
+            "matmul_tflops": ", ".join(f"{d} {v:.1f}" for d, v in peaks.items()) if peaks else None}
+
+
+def recoverable_rows(rec: Mapping[str, Any], job: int) -> list[dict]:
+    """A job's launch sites with the most to win (RECOVERABLE_COLUMNS), as its record keeps them."""
+    return [{"job": job, "label": None, **{c: r.get(c) for c in RECOVERABLE_COLUMNS if c not in ("job", "label")}}
+            for r in (rec.get("roofline") or {}).get("rows") or []]
+
+
+def decision_rows(rec: Mapping[str, Any], job: int) -> list[dict]:
+    """An autotune=on job's own decisions (DECISION_COLUMNS), as its record keeps them."""
+    return [{"job": job, "label": None, **{c: r.get(c) for c in DECISION_COLUMNS if c not in ("job", "label")}}
+            for r in (rec.get("autotune_decisions") or {}).get("rows") or []]
 
 
 OUTSIDE_ROW = "(outside compiled graphs)"  # the modules table's row of eager code between the graphs

@@ -7,6 +7,10 @@ What is kept, as Inductor keeps it in a job's own cache folder:
   per op and input shapes) in one JSON file, `<inductor cache>/cache/<system hash>`
   (torch/_inductor/codecache.py: PersistentCache). When that file already has every choice
   of an op, Inductor neither precompiles nor benchmarks them again (select_algorithm.py);
+- **repeats**: a choice timed again by a later job (one that ran before the store had the
+  op, or a store imported into another) keeps its new timing, and its earlier ones here, so
+  that the store knows how far one choice's timings move between runs: the noise against
+  which max-autotune's decisions are judged (sweeper/analysis/autotune_decisions.py);
 - **kernel configs**: a Triton kernel's chosen config (its own autotuning among its configs,
   then coordinate descent), one `<inductor cache>/<xx>/<key>.best_config` file a kernel,
   whose path Inductor derives from the kernel's source (runtime/autotune_cache.py:
@@ -77,24 +81,51 @@ def count_ops(cache: dict) -> int:
     return sum(len(by_inputs) for by_inputs in cache.values())
 
 
-def merge_entries(into: dict, new: dict) -> int:
+REPEATS_KEPT = 4  # earlier timings kept a choice (`repeats`): enough for a noise estimate, a few KB
+
+
+def merge_entries(into: dict, new: dict, repeats: dict | None = None) -> int:
     """Add `new`'s timed choices to `into` (in place); returns how many were not there.
-    A choice timed in both keeps `new`'s timing: the later measurement."""
+    A choice timed in both keeps `new`'s timing: the later measurement; with `repeats`
+    (the store's), the earlier timing is kept there, op -> inputs -> precision -> choice ->
+    [ms, ...] (the last REPEATS_KEPT), for the noise of max-autotune's decisions
+    (sweeper/analysis/autotune_decisions.py)."""
     added = 0
     for op, by_inputs in new.items():
         for inputs, by_precision in by_inputs.items():
             for precision, choices in by_precision.items():
                 dst = into.setdefault(op, {}).setdefault(inputs, {}).setdefault(precision, {})
                 added += sum(1 for c in choices if c not in dst)
+                if repeats is not None:
+                    for c, ms in choices.items():
+                        if c in dst and dst[c] != ms:
+                            kept = repeats.setdefault(op, {}).setdefault(inputs, {}).setdefault(precision, {})
+                            kept[c] = (kept.get(c, []) + [dst[c]])[-REPEATS_KEPT:]
                 dst.update(choices)
     return added
 
 
+def merge_repeats(into: dict, new: dict) -> None:
+    """Another document's `repeats` added to `into`'s (an import of another store's export)."""
+    for op, by_inputs in new.items():
+        for inputs, by_precision in by_inputs.items():
+            for precision, choices in by_precision.items():
+                kept = into.setdefault(op, {}).setdefault(inputs, {}).setdefault(precision, {})
+                for c, times in choices.items():
+                    kept[c] = (kept.get(c, []) + list(times))[-REPEATS_KEPT:]
+
+
 def merge_doc(into: dict, new: dict) -> tuple[int, int]:
     """A system's document (`cache` timings, `kernel_configs`) merged into another in place:
-    (new timed choices, new kernel configs). A kernel config in both keeps `new`'s, the
-    later tuning (a kernel's path already names its source)."""
-    added = merge_entries(into.setdefault("cache", {}), new.get("cache") or {})
+    (new timed choices, new kernel configs). A choice timed in both keeps `new`'s timing
+    and the earlier one in `repeats`; a kernel config in both keeps `new`'s, the later
+    tuning (a kernel's path already names its source)."""
+    repeats = into.get("repeats") or {}
+    if new.get("repeats"):
+        merge_repeats(repeats, new["repeats"])
+    added = merge_entries(into.setdefault("cache", {}), new.get("cache") or {}, repeats)
+    if repeats:
+        into["repeats"] = repeats
     configs = into.setdefault("kernel_configs", {})
     new_configs = sum(1 for k in (new.get("kernel_configs") or {}) if k not in configs)
     configs.update(new.get("kernel_configs") or {})
@@ -141,7 +172,7 @@ def shape_problem(doc: dict) -> str | None:
         for inputs, by_precision in by_inputs.items():
             if not isinstance(by_precision, dict) or not all(isinstance(c, dict) for c in by_precision.values()):
                 return f"cache[{op!r}][{str(inputs)[:40]!r}] is not a mapping of precisions to choices"
-    for key in ("kernel_code", "system"):
+    for key in ("kernel_code", "system", "repeats"):
         if doc.get(key) is not None and not isinstance(doc[key], dict):
             return f"{key} is {type(doc[key]).__name__}, not a mapping"
     return None

@@ -1,0 +1,185 @@
+"""The sweep's ranking of what is left to win (pure: tables in; a table, a finding and a
+figure out): every job's launch sites against its device's roofs (the record's
+`roofline`, sweeper/analysis/roofline.py), ranked over the whole sweep by the milliseconds a
+step above their bound."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from sweeper.analysis.categories import LIBRARY, TRITON_TEMPLATE, category_label  # noqa: E402
+from sweeper.reporting.figures import Figure, _save  # noqa: E402
+from sweeper.reporting.findings import Finding  # noqa: E402
+from sweeper.reporting.tables import RECOVERABLE_COLUMNS  # noqa: E402,F401 - the table's columns, documented there
+
+TOP_TO_WIN = 10  # launches the finding and the overview's table name
+
+
+def ranking(recoverable: pd.DataFrame, top: int | None = None) -> pd.DataFrame:
+    """The sweep's launch sites, most to win first."""
+    ranked = recoverable.dropna(subset=["recoverable_ms"]).sort_values("recoverable_ms", ascending=False)
+    return (ranked.head(top) if top else ranked).reset_index(drop=True)
+
+
+def _ms(x: float) -> str:
+    return f"{x:,.0f} ms" if x >= 100 else (f"{x:.1f} ms" if x >= 10 else f"{x:.2f} ms")
+
+
+def _kind(row) -> str:
+    """Words for a launch site: "library convolution", "Triton template", "Triton pointwise"."""
+    if row["category"] == LIBRARY:
+        site = str(row["site"])
+        return "library convolution" if "conv" in site else "library matmul" if "mm" in site else "library kernel"
+    return category_label(row["category"], "device").split(" (")[0]
+
+
+def most_to_win(jobs: pd.DataFrame, recoverable: pd.DataFrame) -> list[Finding]:
+    """The first screen's answer to "which kernels are worth optimizing": how much of the
+    sweep's kernel time is above the roofs, and the launches with the most of it, by kind,
+    with how far from its roof each kind runs."""
+    ok = jobs[(jobs["status"] == "ok")] if "recoverable_ms" in jobs else jobs.iloc[0:0]
+    ok = ok.dropna(subset=["recoverable_ms"])
+    if ok.empty or recoverable.empty:
+        return []
+    total, left = float(ok["device_ms"].sum()), float(ok["recoverable_ms"].sum())
+    known = float((ok["device_ms"] * ok["roofline_known_pct"] / 100).sum())
+    top = ranking(recoverable[recoverable["job"].isin(ok["job"])], TOP_TO_WIN)
+    if top.empty:
+        return []
+    kinds = top.assign(kind=[_kind(r) for _, r in top.iterrows()])
+    kind, group = max(kinds.groupby("kind"), key=lambda g: len(g[1]))  # the kind most of them are
+    eff = group["efficiency_pct"].dropna()
+    dtypes = group["dtype"].dropna().unique()
+    roof = ("its " + dtypes[0] + " matmul peak" if len(dtypes) == 1 and (group["bound_by"] == "compute").all()
+            else "the copy bandwidth" if (group["bound_by"] == "memory").all() else "their roofs")
+    first = top.iloc[0]
+    where = f" at {first['module']}" if isinstance(first["module"], str) and first["module"] else ""
+    text = (f"Left to win: {_ms(left)} a step over the sweep ({100 * left / total:.0f}% of its kernel time) is above the "
+            f"device's roofs (measured copy bandwidth and matmul peak per dtype), where the work is known "
+            f"({100 * known / total:.0f}% of the time); most in " + ", ".join(
+                f"{r['label']} ({_ms(float(r['recoverable_ms']))} of its {_ms(float(r['device_ms']))})"
+                for _, r in ok.nlargest(3, "recoverable_ms").iterrows())
+            + (f" and {len(ok) - 3} more jobs" if len(ok) > 3 else "")
+            + f". The {len(top)} launches with the most to win hold "
+            f"{_ms(float(top['recoverable_ms'].sum()))}: {len(group)} are {kind}s"
+            + (f" at {eff.min():.0f}-{eff.max():.0f}% of {roof}" if len(eff) else "")
+            + f"; the first, {str(first['kernel'])[:60]}{where} in {first['label']}, "
+              f"{_ms(float(first['device_ms']))} a step against a bound of {_ms(float(first['bound_ms']))}.")
+    return [Finding("most_to_win", "across jobs", text, "#fig-roofline",
+                    {"recoverable_ms": left, "known_pct": 100 * known / total, "top_ms": float(top["recoverable_ms"].sum())})]
+
+
+_MARKERS = {LIBRARY: "s", TRITON_TEMPLATE: "D"}
+
+
+def roofs_figure(recoverable: pd.DataFrame, jobs: pd.DataFrame, out_dir: Path, by_family: bool = False) -> Figure:
+    """Each job's launch sites with the most to win against both roofs: achieved TFLOP/s over
+    arithmetic intensity (FLOPs a byte) for those with FLOPs, under the copy-bandwidth slope
+    and each dtype's matmul peak; those without FLOPs (pointwise and reduction kernels) at
+    their achieved GB/s under the copy bandwidth. Coloured by category (by model family
+    for a large sweep); each job's three costliest to win are marked."""
+    from sweeper.reporting.figures import device_word
+
+    title = "launches against the roofs (copy bandwidth, matmul peak per dtype)"
+    device = device_word(jobs)
+    rows = recoverable.dropna(subset=["bound_ms"]) if not recoverable.empty else recoverable
+    ok = jobs[jobs["status"] == "ok"]
+    rows = rows[rows["job"].isin(ok["job"])] if len(rows) else rows
+    if rows.empty:
+        return Figure("roofline", title, None, "no launch with known work in these records (the roofline is recorded "
+                                               "by jobs of this sweeper version: each job's `roofline`)")
+    flop = rows[rows["flops"].fillna(0) > 0]
+    mem = rows[rows["flops"].fillna(0) <= 0]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 5.5), gridspec_kw={"width_ratios": [3, 2]})
+    if by_family:
+        from sweeper.reporting.overview import family
+
+        fam = rows["job"].map(dict(zip(ok["job"], ok["model"].map(family))))
+        groups = list(dict.fromkeys(fam))
+        colour_of = {g: plt.get_cmap("tab10")(i % 10) for i, g in enumerate(groups)}
+        key = fam
+    else:
+        groups = list(dict.fromkeys(rows["category"]))
+        colour_of = {g: plt.get_cmap("tab10")(i % 10) for i, g in enumerate(groups)}
+        key = rows["category"]
+    bandwidth = float(ok["copy_gbps"].dropna().iloc[0]) if ok["copy_gbps"].notna().any() else None
+    peaks = _peaks(ok)
+    for g in groups:
+        f = flop[key.loc[flop.index] == g]
+        m = mem[key.loc[mem.index] == g]
+        name = g if by_family else category_label(g, device).split(" (")[0]
+        if len(f):
+            ax1.scatter(f["flops"] / f["bytes"], f["tflops_per_s"], s=16, alpha=0.75, color=colour_of[g], label=name,
+                        marker=_MARKERS.get(g, "o") if not by_family else "o")
+        if len(m):
+            ax2.scatter(m["device_ms"], m["gb_per_s"], s=16, alpha=0.75, color=colour_of[g],
+                        label=None if len(f) else name)
+    if bandwidth and len(flop):
+        import numpy as np
+
+        lo = float((flop["flops"] / flop["bytes"]).min()) / 2
+        hi = float((flop["flops"] / flop["bytes"]).max()) * 2
+        xs = np.logspace(np.log10(max(lo, 1e-2)), np.log10(hi), 100)
+        in_use = {d: peaks[d] for d in flop["dtype"].dropna().unique() if d in peaks}  # the roofs these launches meet
+        placed: list[float] = []
+        for dtype, peak in sorted(in_use.items(), key=lambda kv: -kv[1]):
+            ax1.plot(xs, np.minimum(xs * bandwidth / 1e3, peak), linestyle="--", linewidth=1, color="grey")
+            # two peaks within 15% of each other (fp16 and bf16): the second's label goes under its line
+            under = any(abs(peak / p - 1) < 0.15 for p in placed)
+            ax1.text(xs[-1], peak, f"{dtype} {peak:.3g} TFLOP/s", ha="right", va="top" if under else "bottom", fontsize=8)
+            placed.append(peak)
+    if mem.empty:
+        ax2.text(0.5, 0.5, "no launch without FLOPs has known bytes\n(a C++ kernel has no estimate)", ha="center",
+                 va="center", fontsize=9, transform=ax2.transAxes)
+    elif bandwidth:
+        ax2.axhline(bandwidth, color="grey", linestyle="--", linewidth=1)
+        ax2.text(ax2.get_xlim()[1], bandwidth, f"copy {bandwidth:.0f} GB/s", ha="right",
+                 va="bottom", fontsize=8)
+    for _, r in pd.concat([ranking(rows[rows["job"] == j], 3) for j in rows["job"].unique()]).iterrows():
+        x, y, ax = ((r["flops"] / r["bytes"], r["tflops_per_s"], ax1) if (r["flops"] or 0) > 0
+                    else (r["device_ms"], r["gb_per_s"], ax2))
+        if pd.notna(x) and pd.notna(y):
+            ax.annotate(f"{str(r['module'] or r['kernel'])[:28]}", (x, y), fontsize=8, xytext=(4, -9),
+                        textcoords="offset points")
+    ax1.set_xscale("log")
+    ax1.set_yscale("log")
+    ax1.set_xlabel("arithmetic intensity (FLOPs a byte, log)")
+    ax1.set_ylabel("achieved TFLOP/s (log)")
+    ax1.set_title("with FLOPs: matmuls, convolutions, templates", fontsize=9)
+    if len(mem):
+        from matplotlib.ticker import NullFormatter
+
+        ax2.set_xscale("log")
+        ax2.xaxis.set_minor_formatter(NullFormatter())
+    ax2.set_xlabel("device ms a step (log)")
+    ax2.set_ylabel("achieved GB/s")
+    ax2.set_title("without FLOPs: against the copy bandwidth", fontsize=9)
+    handles, names = ax1.get_legend_handles_labels()
+    more = ax2.get_legend_handles_labels()
+    if handles or more[0]:
+        ax1.legend(handles + more[0], names + more[1], fontsize=8, loc="upper left")
+    fig.suptitle(title)
+    labels = tuple(dict.fromkeys(rows["label"].dropna())) if "label" in rows else ()
+    return Figure("roofline", title, _save(fig, out_dir, "roofline"), None, labels)
+
+
+def _peaks(ok: pd.DataFrame) -> dict[str, float]:
+    """The matmul peaks of the sweep's first job that has them, {dtype: TFLOP/s}."""
+    for text in ok["matmul_tflops"].dropna():
+        out = {}
+        for part in str(text).split(", "):
+            dtype, _, value = part.partition(" ")
+            try:
+                out[dtype] = float(value)
+            except ValueError:
+                continue
+        if out:
+            return out
+    return {}
