@@ -195,7 +195,7 @@ def test_training_job_places_its_kernel_time_on_the_models_code(training_job):
     table = pd.read_csv(sweep_dir / "tables" / "modules.csv")
     assert set(zip(table["module"], table["pass"])) >= {(c, "backward") for c in convs}
     text = (sweep_dir / "report.html").read_text()
-    assert re.search(r"test_resnet b2 train bf16: \d+% of its CPU time a step \([\d.]+ ms\) is in \w+", text)
+    assert re.search(r"test_resnet b2 train bf16: \d+% of its CPU time a step \([\d.]+ ms\) is in [\w.]+", text)
     assert (sweep_dir / "figures" / "modules.png").exists() and "fig-modules" in text
 
 
@@ -340,7 +340,7 @@ def test_a_cpu_report_answers_first(training_job):
     to_win, model, first = found.group(1), found.group(2), found.group(3)
     assert re.match(r"Left to win: [\d.]+ ms a step over the sweep \(\d+% of its kernel time\) is above the device's "
                     r"roofs .* library (convolution|matmul)s at ", to_win), to_win
-    assert re.match(r"test_resnet b2 train bf16: \d+% of its CPU time a step \([\d.]+ ms\) is in \w+ "
+    assert re.match(r"test_resnet b2 train bf16: \d+% of its CPU time a step \([\d.]+ ms\) is in [\w.]+ "
                     r"\(forward \d+%, backward \d+%\); its costliest layer, [\w.]+ \(Conv2d, ", model), model
     assert re.match(r"test_resnet b2 train bf16: \d+% of its CPU time a step \([\d.]+ ms\) goes to ", first), first
     assert "costliest kernel" in first and "GPU" not in first

@@ -85,7 +85,8 @@ def test_four_job_sweep_on_ray(four_jobs):
     page = (d / "report.html").read_text()
     assert page.count("<li>#") == 4 and "test_vit b2 infer bf16 autotune" in page  # a re-run line per job
     assert sorted(p.name for p in (d / "figures").iterdir()) == ["autotune.png", "busy.png", "categories.png",
-                                                                "compile.png", "modules.png", "pairs.png", "shares.png"]
+                                                                "compile.png", "modules.png", "pairs.png",
+                                                                "roofline.png", "shares.png"]
 
 
 @pytest.mark.slow
