@@ -157,3 +157,13 @@ def test_the_finding_splits_an_autotune_jobs_gain_into_real_decisions_and_the_re
                          "gain_ms": pytest.approx(3.6)}
     assert "2 of them beat their runner-up by less than the noise (50%" in f.text
     assert "worth 3.500 of the 3.600 ms" in f.text and "the step is 1.00 ms faster than autotune off" in f.text
+
+
+def test_a_choice_is_a_template_or_a_library_call_by_its_name():
+    """The names Inductor gives the choices, as the H200 stores and a CPU job with freezing
+    (tests/test_autotune_partial.py's) hold them."""
+    templates = ["triton_mm-cqodq4liuzmv7zwtq6adp7i6a5o", "triton_convolution2d-crspg", "CppMicroGemmFP32Vec-cewyuhf33n"]
+    libraries = ["addmm-alpha=1-beta=1-c4xxd3iocu4y", "bias_addmm-alpha=1-beta=1-cerhccsn7p", "mm-cq2", "convolution-bias=None",
+                 "_mkl_linear-B=None-batch_size=202-ckf3uy"]
+    assert [ad.kind(c) for c in templates] == ["template"] * 3 and [ad.kind(c) for c in libraries] == ["library"] * 5
+    assert ad.family("bias_addmm-alpha=1-beta=1-cerhccsn7p") == "bias_addmm"

@@ -130,3 +130,16 @@ def test_the_direction_tests_see_lazy_and_transitive_imports(tmp_path):
     via = reached_from(g, "tasks.phase")
     assert [m for m in via if driver_side(m)] == ["sweeper.sweep.validate"]
     assert via["sweeper.sweep.validate"] == "sweeper.models"
+
+
+def test_the_scheduler_imports_no_ray_nor_the_launchers():
+    """sweeper/sweep/scheduler.py holds the sweep's policy apart from where jobs run: neither
+    it nor anything it reaches (lazy imports included) imports Ray or hydra_plugins/, so that
+    its tests run it against an in-memory executor in milliseconds."""
+    g = graph(*JOB_AND_DRIVER)
+    reached = reached_from(g, "sweeper.sweep.scheduler")
+    assert not [m for m in reached if m.startswith("hydra_plugins")], reached
+    paths = {name: ROOT / Path(*name.split(".")).with_suffix(".py") for name in reached}
+    paths = {n: p if p.exists() else p.with_suffix("") / "__init__.py" for n, p in paths.items()}
+    found = {n: sorted(i for i in imports_of(p, n) if i.split(".")[0] == "ray") for n, p in paths.items()}
+    assert {n: f for n, f in found.items() if f} == {}, "Ray imported from the scheduler's side"

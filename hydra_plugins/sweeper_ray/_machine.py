@@ -6,10 +6,7 @@ from __future__ import annotations
 from hydra_plugins.sweeper_ray._config import cluster_address
 from sweeper.sweep.control import Job
 from sweeper.sweep.machine import nvml_gpus
-
-
-def cpu_only(jobs: list[Job]) -> bool:
-    return all(j.spec.config["device"] == "cpu" for j in jobs)
+from sweeper.sweep.executor import cpu_only
 
 
 def local_gpu_name(jobs: list[Job]) -> str | None:

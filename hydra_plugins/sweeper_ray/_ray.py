@@ -1,6 +1,6 @@
-"""Ray's part of the launcher: starting or joining Ray, each job's resources, the job
-on a worker (a child process, then its folder packed), and the record back in the
-driver's sweep folder whatever happened to the worker."""
+"""Ray's part of the launcher: starting or joining Ray, the job on a worker (a child
+process, then its folder packed), and the record back in the driver's sweep folder
+whatever happened to the worker (_executor.py hands these to the scheduler)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from sweeper.job_spec import JobSpec
 from sweeper.record import Record, atomic_write_bytes, no_colour, relocate, write_record
 from sweeper.sweep.control import Job
 from sweeper.sweep.job_process import failed_record
+from sweeper.sweep.executor import ResultsNotWritten
 from sweeper.sweep.validate import SweepConfigError, stop_on_problem
 from sweeper.stores.autotune_store import ENTRIES_FILE
 
@@ -129,27 +130,6 @@ def _loopback_only() -> None:
     constants = sys.modules.get("ray._private.ray_constants")
     if constants is not None:  # ray was imported before this (e.g. in a test): its copy too
         setattr(constants, "ENABLE_RAY_CLUSTER", False)
-
-
-def job_resources(conf: dict, jobs_per_gpu: int = 1) -> dict:
-    """What each job asks Ray for: one GPU where the cluster has GPUs, a 1/jobs_per_gpu share
-    of one when GPUs are packed (Ray then runs that many jobs on the GPU at once and gives
-    each its id), or what the config says."""
-    import ray
-
-    gpus = ray.cluster_resources().get("GPU", 0)
-    conf = with_defaults(conf)
-    if conf["num_gpus_per_job"] is not None:
-        want_gpus = conf["num_gpus_per_job"]
-    else:
-        want_gpus = 1 / jobs_per_gpu if gpus else 0
-    if conf["num_cpus_per_job"] is not None:
-        cpus = conf["num_cpus_per_job"]
-    elif want_gpus:
-        cpus = 1
-    else:
-        cpus = max((n["Resources"].get("CPU", 1) for n in ray.nodes() if n.get("Alive")), default=1)
-    return {"num_gpus": want_gpus, "num_cpus": cpus}
 
 
 def scratch_key(sweep_dir: Path) -> str:
@@ -285,16 +265,6 @@ def discard_scratch(result: dict) -> None:
     ray.remote(remove_scratch).options(  # not waited for: a node gone meanwhile took its files with it
         num_cpus=0, max_retries=0,
         scheduling_strategy=NodeAffinitySchedulingStrategy(result["node_id"], soft=True)).remote(path)
-
-
-class ResultsNotWritten(Exception):
-    """A finished job's results could not be written into the sweep folder (a full disk, a
-    folder gone read-only): they are still in its scratch folder, on its node."""
-
-    def __init__(self, job: Job, error: OSError, scratch: str, host: str) -> None:
-        super().__init__(f"#{job.num}'s results could not be written into {job.job_dir}: {error}; "
-                         f"they are still in {scratch} on {host}")
-        self.job, self.error, self.scratch, self.host = job, error, scratch, host
 
 
 def pack(job_dir: Path) -> bytes:
@@ -456,3 +426,26 @@ def ray_logs_dir() -> str | None:
         return ray._private.worker.global_worker.node.get_logs_dir_path()
     except Exception:  # noqa: BLE001 - private API; a pointer, never a failure
         return None
+
+
+def check_on_nodes(envs: dict[str, str], need_triton: bool) -> tuple[dict[str, dict], list[str]]:
+    """The same check on every alive node of the joined Ray cluster (a task pinned to each)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from sweeper.sweep.pythons import probe, problem
+
+    remote = ray.remote(num_cpus=0)(probe)
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    refs = {(name, n["NodeID"], n.get("NodeManagerAddress")): remote.options(
+        scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(exe)
+        for name, exe in envs.items() for n in nodes}
+    infos: dict[str, dict] = {}
+    problems: list[str] = []
+    for (name, _, address), ref in refs.items():
+        info = ray.get(ref)
+        infos.setdefault(name, info)
+        p = problem(name, info, need_triton)
+        if p:
+            problems.append(f"on node {address}: {p}")
+    return infos, problems

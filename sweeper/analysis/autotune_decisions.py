@@ -22,11 +22,11 @@ import statistics
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-# The library calls among the choices (ExternKernelChoice names: cuBLAS, cuDNN, oneDNN through
-# ATen); every other choice is a template Inductor generated ("triton_mm", "triton_convolution2d",
-# a CPU's C++ GEMM template).
-LIBRARY_CHOICES = frozenset({"mm", "addmm", "bias_addmm", "bmm", "baddbmm", "convolution", "_int_mm", "_scaled_mm",
-                             "mm_plus_mm", "addmm_activation", "_weight_int8pack_mm", "_weight_int4pack_mm"})
+# The templates among the choices: code Inductor generated ("triton_mm", "triton_convolution2d",
+# a CPU's C++ GEMM "CppMicroGemmFP32Vec", CUTLASS and CK kernels, decompose-k subgraphs); every
+# other choice is a library call (an ExternKernelChoice: cuBLAS "addmm", cuDNN "convolution",
+# MKL "_mkl_linear", oneDNN).
+TEMPLATE_PREFIXES = ("triton_", "cpp", "cutlass", "ck", "rocm", "decompose_k")
 
 # A decision is within noise when its margin is under this quantile of the relative
 # difference between two timings of one choice: at the 90th, one in ten repeat timings of a
@@ -81,9 +81,8 @@ def timed_again(times: Mapping[Key, Mapping[str, float]], seed: Mapping[Key, Map
 
 def kind(choice: str) -> str:
     """template or library: a choice's name starts with what made it ("triton_mm-...",
-    "triton_convolution2d-...", "addmm-...", "bias_addmm-...", "convolution-...")."""
-    fam = family(choice)
-    return "library" if fam in LIBRARY_CHOICES or fam.startswith("aten") else "template"
+    "CppMicroGemmFP32Vec-...", "addmm-...", "bias_addmm-...", "convolution-...", "_mkl_linear-...")."""
+    return "template" if family(choice).lower().startswith(TEMPLATE_PREFIXES) else "library"
 
 
 def family(choice: str) -> str:

@@ -6,7 +6,6 @@ step above their bound."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
 
 import matplotlib
 
@@ -17,7 +16,6 @@ import pandas as pd  # noqa: E402
 from sweeper.analysis.categories import LIBRARY, TRITON_TEMPLATE, category_label  # noqa: E402
 from sweeper.reporting.figures import Figure, _save  # noqa: E402
 from sweeper.reporting.findings import Finding  # noqa: E402
-from sweeper.reporting.tables import RECOVERABLE_COLUMNS  # noqa: E402,F401 - the table's columns, documented there
 
 TOP_TO_WIN = 10  # launches the finding and the overview's table name
 

@@ -6,7 +6,7 @@ Each job's process runs under its environment's interpreter with this repository
 code on its PYTHONPATH (sweeper/sweep/job_process.py). Before any job starts, every
 environment is checked (probe()): the interpreter runs, imports torch, timm (and Triton,
 for GPU jobs) and the job code, and says their versions; a missing or broken one stops the
-sweep with exit code 2. On a Ray cluster the check runs on every node (check_on_nodes()).
+sweep with exit code 2. On a Ray cluster the check runs on every node (the Ray launcher's check_on_nodes()).
 """
 
 from __future__ import annotations
@@ -119,31 +119,11 @@ def check_here(envs: dict[str, str], need_triton: bool) -> tuple[dict[str, dict]
     return infos, problems
 
 
-def check_on_nodes(envs: dict[str, str], need_triton: bool) -> tuple[dict[str, dict], list[str]]:
-    """The same check on every alive node of the joined Ray cluster (a task pinned to each)."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    remote = ray.remote(num_cpus=0)(probe)
-    nodes = [n for n in ray.nodes() if n.get("Alive")]
-    refs = {(name, n["NodeID"], n.get("NodeManagerAddress")): remote.options(
-        scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(exe)
-        for name, exe in envs.items() for n in nodes}
-    infos: dict[str, dict] = {}
-    problems: list[str] = []
-    for (name, _, address), ref in refs.items():
-        info = ray.get(ref)
-        infos.setdefault(name, info)
-        p = problem(name, info, need_triton)
-        if p:
-            problems.append(f"on node {address}: {p}")
-    return infos, problems
-
-
-def check(envs: dict[str, str], need_triton: bool, on_nodes: bool = False) -> list[str]:
-    """Probe every environment, here or on each node of the joined Ray cluster: a line
-    describing each, or SweepConfigError naming every problem."""
-    infos, problems = (check_on_nodes if on_nodes else check_here)(envs, need_triton)
+def check(envs: dict[str, str], need_triton: bool, probe_all=None) -> list[str]:
+    """Probe every environment, here or with `probe_all(envs, need_triton)` -> (infos,
+    problems) (on each node of a joined Ray cluster: hydra_plugins/sweeper_ray/_ray.py,
+    check_on_nodes): a line describing each, or SweepConfigError naming every problem."""
+    infos, problems = (probe_all or check_here)(envs, need_triton)
     if problems:
         raise SweepConfigError("; ".join(problems) + "; no job was run")
     return [describe(name, info) for name, info in infos.items()]

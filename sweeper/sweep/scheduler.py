@@ -1,0 +1,288 @@
+"""The sweep's scheduling policy, without Ray: which jobs run, in which order, how many at a
+time and on how many GPUs, and what becomes of each as it ends. Where the jobs run is an
+`Executor`'s business (sweeper/sweep/executor.py; Ray's: hydra_plugins/sweeper_ray/_executor.py;
+one that runs nothing, for the tests and benches: sweeper/sweep/memory_executor.py).
+
+- Finished jobs are kept (resume): a job whose ok record of the same overrides is in the
+  sweep folder is not run again.
+- Jobs start one free slot at a time, in the order of sweeper/sweep/order.py (longest first;
+  a group's first autotune=on job before the others of its shapes), so that each leaves
+  with the autotune store as it is when it starts (sweeper/stores/exchange.py).
+- Slots: the cluster's GPUs over each job's share of one (packing: sweeper/sweep/packing.py),
+  or its CPUs over each job's. An autotune=on job may take the GPUs no queued job will
+  need (spare_gpus.py). A packed job that ran out of GPU memory runs again alone, once.
+- summary.json is rewritten as jobs end, at most every SUMMARY_EVERY_S seconds and at the
+  end; Ctrl-C (or SIGTERM) cancels the rest and keeps what finished; a finished job whose results cannot be written (a full disk) stops the
+  sweep with exit code 2, every job's state said.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sweeper.record import Record, write_record
+from sweeper.stores import exchange
+from sweeper.sweep import packing, pythons
+from sweeper.sweep import summary as sm
+from sweeper.sweep.control import Job, check_jobs, earlier_record, keep_earlier_log, reusable, save_hydra_files
+from sweeper.sweep.executor import Executor, ResultsNotWritten, cpu_only, job_resources, slots_of
+from sweeper.sweep.job_process import failed_record
+from sweeper.sweep.order import JobQueue, shape_group
+from sweeper.sweep.progress import Progress
+from sweeper.sweep.spare_gpus import gpus_for
+
+log = logging.getLogger(__name__)
+
+SUMMARY_EVERY_S = 2.0  # summary.json's rewrites while jobs run, at most one in this many seconds
+
+
+@dataclass
+class Scheduler:
+    """One sweep's jobs on an executor: finished ones kept, the rest started as slots free
+    up, collected as they end, summary.json rewritten as they do; Ctrl-C cancels the rest.
+    `settings`: the launcher's (resume, jobs_per_gpu, num_gpus_per_job, num_cpus_per_job,
+    lend_spare_gpus, pause_while_timing), defaults filled."""
+
+    settings: dict
+    jobs: list[Job]
+    sweep_dir: Path
+    executor: Executor
+    command: list[str] = field(default_factory=lambda: sys.argv[1:])
+    started: float = field(default_factory=time.time)
+    entries: dict[int, dict] = field(default_factory=dict)
+    records: dict[int, Record] = field(default_factory=dict)
+    pending: dict[Any, Job] = field(default_factory=dict)  # handle -> job
+    queue: JobQueue | None = None  # jobs not submitted yet
+    to_run: list[Job] = field(default_factory=list)
+    submitted_at: dict[int, float] = field(default_factory=dict)
+    slots: int = 1
+    gpu_slots: int | None = None
+    gpus_of: dict[int, int] = field(default_factory=dict)  # job -> GPU slots it holds (spare GPUs lent; alone)
+    lend: bool = False
+    jobs_per_gpu: int = 1
+    packing: str = ""
+    resources: dict = field(default_factory=dict)
+    alone: dict[int, str] = field(default_factory=dict)  # job -> why it runs again alone on its GPU
+    summary_at: float = 0.0  # when summary.json was last written
+
+    def run(self, expected=None) -> None:
+        """Every job to its end. `expected(jobs, slots)`: the sweep's expected duration (a
+        line, seconds) from earlier sweeps, for the progress line."""
+        to_run = self.to_run = self.keep_finished()
+        try:
+            if to_run:  # nothing to run (a finished sweep resumed): no executor at all
+                self.submit(to_run)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the executor starts: every job to run is cancelled
+            self.cancel_pending()
+            raise
+        line, expected_s = expected(to_run, self.slots) if to_run and expected else ("", None)
+        if line:
+            log.info(line)
+        progress = Progress(len(self.jobs), len(self.jobs) - len(to_run), expected_s=expected_s)
+        self.write_summary(force=True)
+        progress.start()
+        try:
+            self.wait_all(progress)
+        except KeyboardInterrupt:
+            progress.stop()  # before the message, so that it prints below the live line
+            self.cancel_pending()
+            raise
+        finally:
+            progress.stop()  # the live line's last state stays on the screen
+
+    def keep_finished(self) -> list[Job]:
+        """The jobs to run: those without an ok record of the same overrides (resume)."""
+        to_run = []
+        for job in self.jobs:
+            record = reusable(job) if self.settings["resume"] else None
+            if record is None:
+                earlier = earlier_record(job)
+                kept_log = keep_earlier_log(job) if earlier and earlier.get("status") != "ok" else None
+                attempts = exchange.earlier_attempts(job.spec.config, earlier, log=kept_log)
+                if attempts:  # stopped runs of this job gave the store their partial tuning: the record says so
+                    job.spec = dataclasses.replace(job.spec, earlier_attempts=attempts)
+                to_run.append(job)
+                continue
+            self.entries[job.num] = sm.job_entry(job.num, job.overrides, job.job_dir, record, reused=True)
+            self.records[job.num] = record
+        return to_run
+
+    def submit(self, to_run: list[Job]) -> None:
+        """The executor started, the slots counted, the first jobs started."""
+        cluster = self.executor.start()
+        check_jobs(to_run, gpus_available=cluster.total("GPU"))
+        self.jobs_per_gpu, self.packing = packing.packing_of(self.settings, cluster.nodes, len(to_run),
+                                                             cpu_only(to_run), cluster.gpu_memory_gib,
+                                                             cluster.on_cluster)
+        res = self.resources = job_resources(self.settings, cluster, self.jobs_per_gpu)
+        self.slots = slots_of(cluster, res)
+        log.info(f"Launching {len(to_run)} jobs on Ray ({len(self.jobs) - len(to_run)} kept from an earlier run), "
+                 f"{res['num_gpus']:g} GPU and {res['num_cpus']:g} CPU each, up to {self.slots} at a time"
+                 + (f"; {self.packing}" if self.packing else ""))
+        envs = pythons.assign_interpreters(to_run)
+        if envs and cluster.on_cluster:  # checked where the jobs will run
+            for line in self.executor.check_pythons(envs, bool(cluster.total("GPU")) and not cpu_only(to_run)):
+                log.info(line)
+        self.gpu_slots = int(cluster.total("GPU") // res["num_gpus"]) if res["num_gpus"] else None
+        gpu_nodes = sum(1 for n in cluster.nodes if n.get("Alive") and n["Resources"].get("GPU", 0) > 0)
+        self.lend = bool(self.settings["lend_spare_gpus"]) and res["num_gpus"] == 1 and gpu_nodes == 1
+        tuned = {shape_group(j.spec.config) for j in self.jobs  # kept from an earlier run: their timings are in the store
+                 if j.num in self.records and exchange.shares(j.spec.config)}
+        self.queue = JobQueue(to_run, config=lambda j: j.spec.config, num=lambda j: j.num,
+                              shares=exchange.shares, tuned=tuned)
+        self.fill()
+
+    def free_gpus(self) -> int | None:
+        """GPU slots no running job holds (None on a cluster without GPUs)."""
+        if self.gpu_slots is None:
+            return None
+        return self.gpu_slots - int(sum(self.gpus_of.get(j.num, 1) for j in self.pending.values()))
+
+    def fill(self) -> None:
+        """Start queued jobs while slots are free (an executor would queue more, but they
+        would leave without the store entries of the jobs running now). An autotune=on job
+        may take the GPUs no queued job will need (spare_gpus.py)."""
+        while self.queue and len(self.pending) < self.slots and ((free := self.free_gpus()) is None or free >= 1):
+            job = self.queue.next(force=not self.pending)
+            if job is None:  # the rest wait for their group's first autotune=on job
+                return
+            save_hydra_files(job)
+            spec, res, per_gpu = exchange.with_seed(job.spec), self.resources, self.jobs_per_gpu
+            if job.num in self.alone:  # ran out of GPU memory beside others: the whole GPU this time
+                res, per_gpu = {**res, "num_gpus": 1}, 1
+                self.gpus_of[job.num] = self.jobs_per_gpu
+            gpus = 1
+            if self.lend:
+                gpus = int(gpus_for(bool(job.spec.config["autotune"]), self.free_gpus() or 0, len(self.queue),
+                                    1 + sum(1 for j in self.queue if j.spec.config["autotune"])))
+                if gpus > 1:  # the job's own GPU and the spare ones, for its autotune benchmarking
+                    spec = dataclasses.replace(spec, autotune_gpus=gpus)
+                    res = {**res, "num_gpus": gpus}
+                self.gpus_of[job.num] = gpus
+            log.info(f"\t#{job.num} : {job.name}" + (f" (with {gpus - 1} spare GPUs for its autotuning)"
+                                                     if self.lend and gpus > 1 else "")
+                     + (" (alone on its GPU: it ran out of GPU memory beside others)" if job.num in self.alone else ""))
+            handle = self.executor.submit(job, spec, res, per_gpu)
+            self.pending[handle] = job
+            self.submitted_at[job.num] = time.time()
+
+    def wait_all(self, progress: Progress, poll_s: float = 1.0) -> None:
+        while self.pending:
+            for handle in self.executor.wait(list(self.pending), poll_s):
+                job = self.pending.pop(handle)
+                self.gpus_of.pop(job.num, None)
+                took = time.time() - self.submitted_at[job.num]
+                try:
+                    record = self.executor.collect(handle, job, took)
+                    record = exchange.bring_back(job.spec, job.job_dir, record)
+                except ResultsNotWritten as e:
+                    progress.stop()
+                    self.stop_unwritable(e, took)
+                if self.rerun_alone(job, record):
+                    self.fill()
+                    continue
+                if job.num in self.alone:
+                    record["job"]["rerun_alone"] = self.alone[job.num]
+                    write_record(job.job_dir, record)
+                self.finished(job, record)
+                assert self.queue is not None  # made by submit() before any job ran
+                self.queue.done(job)
+                self.fill()
+                progress.finished(record["status"], took, self.slots)
+                self.write_summary()
+            progress.show(min(len(self.pending), self.slots), self.slots)
+        progress.show(0, self.slots)
+        self.write_summary(force=True)
+
+    def stop_unwritable(self, e: ResultsNotWritten, took: float) -> None:
+        """A finished job's results could not be written into the sweep folder (a full disk):
+        the sweep stops here, with every job's state in summary.json where it can still be
+        written, the results named where they still are (the job's scratch folder, kept), and
+        exit code 2. The jobs still running are cancelled, their scratch folders kept too."""
+        print(f"\nsweeper: {e}.", file=sys.stderr, flush=True)
+        left = {job.num: self.executor_scratch(job) for job in self.pending.values()}
+        self.executor.cancel(list(self.pending))
+        entry = sm.job_entry(e.job.num, e.job.overrides, e.job.job_dir, failed_record(
+            e.job.spec, e.job.job_dir, f"finished, but its results could not be written into the sweep folder "
+            f"({e.error}); they are in {e.scratch} on {e.host}", took))
+        self.entries[e.job.num] = {**entry, "log": str(Path(e.scratch) / "job.log"), "log_note": f"on {e.host}"}
+        why = "cancelled: the sweep stopped, its folder could not take a finished job's results"
+        for job in [*self.pending.values(), *(self.queue or [])]:
+            self.entries[job.num] = sm.job_entry(job.num, job.overrides, job.job_dir, failed_record(
+                job.spec, job.job_dir, why, 0.0, status="cancelled"))
+        self.pending.clear()
+        if left:
+            print("sweeper: the jobs that were still running were cancelled; what they wrote is in their scratch "
+                  "folders: " + ", ".join(f"#{n} {d}" for n, d in sorted(left.items())), file=sys.stderr)
+        try:
+            sm.write_summary(self.sweep_dir, list(self.entries.values()), self.started, self.command, done=False)
+            where = f"{self.sweep_dir / sm.SUMMARY_FILE} says where each job stands"
+        except OSError as err:
+            where = f"summary.json could not be written either ({err})"
+        print(f"sweeper: the sweep stopped; {where}. Free space in {self.sweep_dir} (or choose another "
+              "hydra.sweep.dir) and run the same command again: finished jobs whose results are in the folder "
+              "are kept, the others run again.", file=sys.stderr, flush=True)
+        raise SystemExit(2)
+
+    def executor_scratch(self, job: Job) -> str:
+        """Where a running job writes, as its executor says (for the messages)."""
+        return str(getattr(self.executor, "scratch_of", lambda j: j.job_dir)(job))
+
+    def rerun_alone(self, job: Job, record: Record) -> bool:
+        """A job that ran out of GPU memory while it shared its GPU goes back to the front of
+        the queue, to run again with the GPU to itself (once); True if so."""
+        reason = str(record.get("reason") or "")
+        if (self.jobs_per_gpu <= 1 or job.num in self.alone or record.get("status") != "failed"
+                or not reason.startswith("out of GPU memory")):
+            return False
+        self.alone[job.num] = f"ran out of GPU memory beside other jobs, then ran alone: {reason[:200]}"
+        keep_earlier_log(job)  # job.attempt<N>.log: the run that ran out
+        log.info(f"#{job.num} ran out of GPU memory beside other jobs: it runs again alone on its GPU")
+        assert self.queue is not None
+        self.queue.put_back(job)
+        return True
+
+    def finished(self, job: Job, record: Record) -> None:
+        self.records[job.num] = record
+        self.entries[job.num] = sm.job_entry(job.num, job.overrides, job.job_dir, record)
+
+    def write_summary(self, force: bool = False) -> None:
+        """summary.json rewritten: always when `force`d or when the sweep is done, else at
+        most every SUMMARY_EVERY_S seconds (rewriting it after every job made a 1,000-job
+        sweep's driver write it 1,000 times at up to 0.7 MB: bench/results/scheduler/)."""
+        done = not self.pending and not self.queue
+        now = time.time()
+        if not (force or done) and now - self.summary_at < SUMMARY_EVERY_S:
+            return
+        sm.write_summary(self.sweep_dir, list(self.entries.values()), self.started, self.command, done=done)
+        self.summary_at = now
+
+    def cancel_pending(self) -> None:
+        queued = list(self.queue) if self.queue is not None else list(self.to_run)  # none submitted yet
+        print(f"\n[sweep] interrupted: cancelling {len(self.pending)} running and {len(queued)} queued jobs; "
+              "finished results are kept",
+              flush=True)
+        self.executor.cancel(list(self.pending))
+        stopped = list(self.pending.values())
+        try:  # the stopped jobs' logs, and what the autotune jobs had tuned so far, for the store
+            kept = self.executor.salvage(stopped) if stopped else 0
+            if any(exchange.shares(job.spec.config) for job in stopped):
+                print(f"[sweep] autotune entries of {kept} stopped jobs brought back for the store", flush=True)
+        except Exception as e:  # noqa: BLE001 - the finished results and the summary come first
+            print(f"[sweep] what the stopped jobs left on their nodes could not be brought back: {type(e).__name__}: {e}",
+                  flush=True)
+        for job in stopped:
+            record = self.executor.record_without_worker(job, "cancelled (Ctrl-C or SIGTERM) before it finished",
+                                                         time.time() - self.submitted_at[job.num], "cancelled")
+            self.finished(job, exchange.bring_back(job.spec, job.job_dir, record))
+        for job in queued:  # never submitted
+            save_hydra_files(job)
+            self.finished(job, self.executor.record_without_worker(job, "cancelled (Ctrl-C or SIGTERM) before it started",
+                                                                   0.0, "cancelled"))
+        sm.write_summary(self.sweep_dir, list(self.entries.values()), self.started, self.command, done=False)
