@@ -30,10 +30,15 @@ def _ms(x: float) -> str:
     return f"{x:,.0f} ms" if x >= 100 else (f"{x:.1f} ms" if x >= 10 else f"{x:.2f} ms")
 
 
+EXTERN_SITES = ("extern_kernels.", "torch.ops.", "aten.")  # a library call's launch site in the wrapper
+
+
 def _kind(row) -> str:
-    """Words for a launch site: "library convolution", "Triton template", "Triton pointwise"."""
-    if row["category"] == LIBRARY:
-        site = str(row["site"])
+    """Words for a launch site: "library convolution", "Triton template", "Triton pointwise".
+    A library call's site is a library convolution or matmul whatever kernel of it costs most
+    (a cuDNN convolution's backward launches ATen kernels too: a cast, the bias gradient)."""
+    site = str(row["site"])
+    if row["category"] == LIBRARY or site.startswith(EXTERN_SITES):
         return "library convolution" if "conv" in site else "library matmul" if "mm" in site else "library kernel"
     return category_label(row["category"], "device").split(" (")[0]
 
@@ -66,7 +71,7 @@ def most_to_win(jobs: pd.DataFrame, recoverable: pd.DataFrame) -> list[Finding]:
                 for _, r in ok.nlargest(3, "recoverable_ms").iterrows())
             + (f" and {len(ok) - 3} more jobs" if len(ok) > 3 else "")
             + f". The {len(top)} launches with the most to win hold "
-            f"{_ms(float(top['recoverable_ms'].sum()))}: {len(group)} are {kind}s"
+            f"{_ms(float(top['recoverable_ms'].sum()))}: {'all ' if len(group) == len(top) else ''}{len(group)} are {kind}s"
             + (f" at {eff.min():.0f}-{eff.max():.0f}% of {roof}" if len(eff) else "")
             + f"; the first, {str(first['kernel'])[:60]}{where} in {first['label']}, "
               f"{_ms(float(first['device_ms']))} a step against a bound of {_ms(float(first['bound_ms']))}.")
