@@ -202,5 +202,13 @@ def test_the_h100_pair_is_ranked_over_the_sweep_with_its_first_finding_and_figur
     page = aggregate(sweep_dir).read_text()
     assert page.index("data-rule='most_to_win'") < page.index("data-rule='where_in_model'")  # first on the page
     assert "id='to-win-table'" in page and (sweep_dir / "figures" / "roofline.png").is_file()
+    # the figure, as a few jobs' and as a large sweep's (coloured by model family): its text readable
+    from sweeper.reporting import figures as fg
+    from sweeper.reporting.roofline import roofs_figure
+
+    for by_family in (False, True):
+        fig = roofs_figure(sweep.recoverable, sweep.jobs, tmp_path / f"figs{by_family}", by_family=by_family)
+        assert fig.path is not None and fg.GEOMETRY[str(fig.path)][1] >= fg.MIN_TEXT_PX
+        assert set(fig.jobs) == {"mixnet_l b128 train fp16", "densenet121 b16 train fp16"}
     table = pd.read_csv(sweep_dir / "tables" / "recoverable.csv")
     assert len(table) == 200 and table["recoverable_ms"].is_monotonic_decreasing  # each job keeps its 100 first
