@@ -42,19 +42,12 @@ def main() -> None:
     sizes = (4096, 8192, 16384) if device == "cuda" else (1024, 2048)
     for dtype in (roofs.GPU_DTYPES if device == "cuda" else roofs.CPU_DTYPES):
         for n in sizes:
-            got = []
-            for _ in range(3):
-                if dtype == "tf32":
-                    torch.backends.cuda.matmul.allow_tf32 = True
-                    got.append(roofs._matmul_tflops(device, torch.float32, n))
-                    torch.backends.cuda.matmul.allow_tf32 = False
-                else:
-                    got.append(roofs._matmul_tflops(device, getattr(torch, dtype), n))
+            got = [roofs.matmul_tflops(device, dtype, n) for _ in range(3)]
             med = statistics.median(got)
             ds = sheet.get(dtype)
             print(f"| matmul {dtype} | {n} | {', '.join(f'{g:.1f}' for g in got)} | {med:.1f} | {ds or '–'} | "
                   f"{f'{100 * med / ds:.0f}' if ds else '–'} |")
-    copies = [roofs._copy_gbps(device) for _ in range(3)]
+    copies = [roofs.copy_gbps(device) for _ in range(3)]
     med = statistics.median(copies)
     ds = sheet.get("hbm_gbps")
     size = "1 GiB" if device == "cuda" else "256 MiB"

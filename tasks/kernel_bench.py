@@ -22,7 +22,6 @@ timing without it), outside the lease; run() makes the inputs and times, holding
 from __future__ import annotations
 
 import functools
-import statistics
 import time
 from typing import Any, Mapping
 from dataclasses import dataclass
@@ -34,18 +33,12 @@ from sweeper.analysis import kernels as mb
 from tasks.inductor_internals import benchmark_gpu, config_key, raw_stream
 
 
-def peak_bandwidth_gbps(nbytes: int = 1 << 30, reps: int = 20) -> float:
-    """Device memory bandwidth from a device-to-device copy (bytes read plus written)."""
-    from tasks.timing import time_calls
+def peak_bandwidth_gbps() -> float:
+    """Device memory bandwidth from a 1 GiB device-to-device copy (bytes read plus written),
+    measured for each job's microbenchmarks as the roofs measure it (tasks/roofs.py)."""
+    from tasks.roofs import copy_gbps
 
-    src = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    for _ in range(3):
-        dst.copy_(src)
-    ms = statistics.median(time_calls(lambda: dst.copy_(src), reps, "cuda"))
-    del src, dst
-    torch.cuda.empty_cache()
-    return mb.copy_bandwidth_gbps(nbytes, ms)
+    return copy_gbps("cuda")
 
 
 def _load_fresh(path: str):

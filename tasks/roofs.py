@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from sweeper.analysis.kernels import copy_bandwidth_gbps
 from sweeper.record import atomic_write_text
 from tasks.timing import time_calls
 
@@ -80,27 +81,21 @@ def measure(device: str) -> dict:
     """{"copy_gbps", "matmul_tflops": {dtype: TFLOP/s}, "seconds"}: the median of timed
     calls after warm-up."""
     t0 = time.time()
-    copy = _copy_gbps(device)
+    copy = copy_gbps(device)
     n = GPU_N if device == "cuda" else CPU_N
     peaks = {}
     for dtype in GPU_DTYPES if device == "cuda" else CPU_DTYPES:
         try:
-            if dtype == "tf32":
-                before = torch.backends.cuda.matmul.allow_tf32
-                torch.backends.cuda.matmul.allow_tf32 = True
-                try:
-                    peaks[dtype] = _matmul_tflops(device, torch.float32, n)
-                finally:
-                    torch.backends.cuda.matmul.allow_tf32 = before
-            else:
-                peaks[dtype] = _matmul_tflops(device, getattr(torch, dtype), n)
+            peaks[dtype] = matmul_tflops(device, dtype, n)
         except RuntimeError:  # a dtype this device or build cannot multiply: no roof for it
             continue
     return {"copy_gbps": copy, "matmul_tflops": peaks, "matmul_n": n, "seconds": round(time.time() - t0, 3)}
 
 
-def _copy_gbps(device: str) -> float:
-    nbytes = (1 << 30) if device == "cuda" else (1 << 28)
+def copy_gbps(device: str, nbytes: int | None = None) -> float:
+    """Memory bandwidth from a copy of `nbytes` (1 GiB on a GPU, 256 MiB on a CPU): each byte
+    read once and written once (also the microbenchmarks' peak: tasks/kernel_bench.py)."""
+    nbytes = nbytes or ((1 << 30) if device == "cuda" else (1 << 28))
     src = torch.empty(nbytes, dtype=torch.uint8, device=device)
     dst = torch.empty_like(src)
     for _ in range(3):
@@ -109,10 +104,23 @@ def _copy_gbps(device: str) -> float:
     del src, dst
     if device == "cuda":
         torch.cuda.empty_cache()
-    return 2 * nbytes / (ms / 1e3) / 1e9
+    return copy_bandwidth_gbps(nbytes, ms)
 
 
-def _matmul_tflops(device: str, dtype, n: int) -> float:
+def matmul_tflops(device: str, dtype: str, n: int) -> float:
+    """TFLOP/s of a square torch.mm of `n` in `dtype` ("tf32": float32 with TF32 allowed for
+    this product only)."""
+    if dtype != "tf32":
+        return _mm_tflops(device, getattr(torch, dtype), n)
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        return _mm_tflops(device, torch.float32, n)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+
+
+def _mm_tflops(device: str, dtype, n: int) -> float:
     a = torch.randn(n, n, device=device, dtype=dtype)
     b = torch.randn(n, n, device=device, dtype=dtype)
     for _ in range(3):

@@ -7,18 +7,14 @@ import pandas as pd
 
 from sweeper.analysis.autotune_decisions import NOISE_QUANTILE, REAL, WITHIN
 from sweeper.reporting.findings import Finding
-from sweeper.reporting.tables import key_without
+from sweeper.reporting.pairs import one_key_pairs
 
 
-def _step_gain(jobs: pd.DataFrame, row) -> float | None:
-    """How much faster the job's step is than its autotune-off twin's (device ms), where the
-    sweep has that twin."""
-    same = jobs["key"].map(lambda k: key_without(str(k), "autotune")) == key_without(str(row["key"]), "autotune")
-    twin = jobs[same & (jobs["job"] != row["job"])
-                & (jobs["status"] == "ok") & (jobs["autotune"] != row["autotune"])]
-    if twin.empty or pd.isna(row["device_ms"]):
-        return None
-    return float(twin["device_ms"].iloc[0]) - float(row["device_ms"])
+def _step_gains(jobs: pd.DataFrame) -> dict:
+    """autotune=on job -> how much faster its step is than its autotune-off twin's (device
+    ms), for the pairs of jobs that differ in autotune only (sweeper/reporting/pairs.py)."""
+    return {p.b["job"]: float(p.a["device_ms"]) - float(p.b["device_ms"]) for p in one_key_pairs(jobs)
+            if p.key == "autotune" and pd.notna(p.a["device_ms"]) and pd.notna(p.b["device_ms"])}
 
 
 def decided(jobs: pd.DataFrame, decisions: pd.DataFrame) -> list[Finding]:
@@ -28,6 +24,7 @@ def decided(jobs: pd.DataFrame, decisions: pd.DataFrame) -> list[Finding]:
     out: list[Finding] = []
     if decisions.empty:
         return out
+    gains = _step_gains(jobs)
     for job, rows in decisions.groupby("job", sort=True):
         row = jobs[jobs["job"] == job]
         if row.empty:
@@ -48,7 +45,7 @@ def decided(jobs: pd.DataFrame, decisions: pd.DataFrame) -> list[Finding]:
                       f"{NOISE_QUANTILE * 100:.0f}th percentile of how far one choice's timings move between runs): "
                       f"those are a coin flip; templates won {len(won)}, {len(real)} beyond the noise of the library "
                       f"call, worth {float(real['gain_ms'].fillna(0).sum()):.3f} of the {gain:.3f} ms")
-        step = _step_gain(jobs, row)
+        step = gains.get(job)
         text = (f"{row['label']}: max-autotune decided {n} ops in this job's compile; {judged}"
                 + ("" if not noise.empty else f"; templates won {len(won)}, {gain:.3f} ms faster than the library calls")
                 + " (each op's call counted once)"

@@ -13,6 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from sweeper.analysis.attribution import is_extern  # noqa: E402
 from sweeper.analysis.categories import LIBRARY, TRITON_TEMPLATE, category_label  # noqa: E402
 from sweeper.reporting.figures import Figure, _save  # noqa: E402
 from sweeper.reporting.findings import Finding  # noqa: E402
@@ -30,15 +31,12 @@ def _ms(x: float) -> str:
     return f"{x:,.0f} ms" if x >= 100 else (f"{x:.1f} ms" if x >= 10 else f"{x:.2f} ms")
 
 
-EXTERN_SITES = ("extern_kernels.", "torch.ops.", "aten.")  # a library call's launch site in the wrapper
-
-
 def _kind(row) -> str:
     """Words for a launch site: "library convolution", "Triton template", "Triton pointwise".
     A library call's site is a library convolution or matmul whatever kernel of it costs most
     (a cuDNN convolution's backward launches ATen kernels too: a cast, the bias gradient)."""
     site = str(row["site"])
-    if row["category"] == LIBRARY or site.startswith(EXTERN_SITES):
+    if row["category"] == LIBRARY or is_extern(site.rsplit(":", 1)[0]):
         return "library convolution" if "conv" in site else "library matmul" if "mm" in site else "library kernel"
     return category_label(row["category"], "device").split(" (")[0]
 
@@ -91,66 +89,80 @@ def roofs_figure(recoverable: pd.DataFrame, jobs: pd.DataFrame, out_dir: Path, b
     from sweeper.reporting.figures import device_word
 
     title = "launches against the roofs (copy bandwidth, matmul peak per dtype)"
-    device = device_word(jobs)
     rows = recoverable.dropna(subset=["bound_ms"]) if not recoverable.empty else recoverable
     ok = jobs[jobs["status"] == "ok"]
     rows = rows[rows["job"].isin(ok["job"])] if len(rows) else rows
     if rows.empty:
         return Figure("roofline", title, None, "no launch with known work in these records (the roofline is recorded "
                                                "by jobs of this sweeper version: each job's `roofline`)")
-    flop = rows[rows["flops"].fillna(0) > 0]
-    mem = rows[rows["flops"].fillna(0) <= 0]
+    flop, mem = rows[rows["flops"].fillna(0) > 0], rows[rows["flops"].fillna(0) <= 0]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 5.5), gridspec_kw={"width_ratios": [3, 2]})
-    if by_family:
-        from sweeper.reporting.overview import family
-
-        fam = rows["job"].map(dict(zip(ok["job"], ok["model"].map(family))))
-        groups = list(dict.fromkeys(fam))
-        colour_of = {g: plt.get_cmap("tab10")(i % 10) for i, g in enumerate(groups)}
-        key = fam
-    else:
-        groups = list(dict.fromkeys(rows["category"]))
-        colour_of = {g: plt.get_cmap("tab10")(i % 10) for i, g in enumerate(groups)}
-        key = rows["category"]
+    _points(ax1, ax2, flop, mem, _colour_key(rows, ok, by_family), by_family, device_word(jobs))
     bandwidth = float(ok["copy_gbps"].dropna().iloc[0]) if ok["copy_gbps"].notna().any() else None
-    peaks = _peaks(ok)
-    for g in groups:
-        f = flop[key.loc[flop.index] == g]
-        m = mem[key.loc[mem.index] == g]
-        name = g if by_family else category_label(g, device).split(" (")[0]
-        if len(f):
-            ax1.scatter(f["flops"] / f["bytes"], f["tflops_per_s"], s=16, alpha=0.75, color=colour_of[g], label=name,
-                        marker=_MARKERS.get(g, "o") if not by_family else "o")
-        if len(m):
-            ax2.scatter(m["device_ms"], m["gb_per_s"], s=16, alpha=0.75, color=colour_of[g],
-                        label=None if len(f) else name)
     if bandwidth and len(flop):
-        import numpy as np
-
-        lo = float((flop["flops"] / flop["bytes"]).min()) / 2
-        hi = float((flop["flops"] / flop["bytes"]).max()) * 2
-        xs = np.logspace(np.log10(max(lo, 1e-2)), np.log10(hi), 100)
-        in_use = {d: peaks[d] for d in flop["dtype"].dropna().unique() if d in peaks}  # the roofs these launches meet
-        placed: list[float] = []
-        for dtype, peak in sorted(in_use.items(), key=lambda kv: -kv[1]):
-            ax1.plot(xs, np.minimum(xs * bandwidth / 1e3, peak), linestyle="--", linewidth=1, color="grey")
-            # two peaks within 15% of each other (fp16 and bf16): the second's label goes under its line
-            under = any(abs(peak / p - 1) < 0.15 for p in placed)
-            ax1.text(xs[-1], peak, f"{dtype} {peak:.3g} TFLOP/s", ha="right", va="top" if under else "bottom", fontsize=8)
-            placed.append(peak)
-    if mem.empty:
-        ax2.text(0.5, 0.5, "no launch without FLOPs has known bytes\n(a C++ kernel has no estimate)", ha="center",
-                 va="center", fontsize=9, transform=ax2.transAxes)
-    elif bandwidth:
-        ax2.axhline(bandwidth, color="grey", linestyle="--", linewidth=1)
-        ax2.text(ax2.get_xlim()[1], bandwidth, f"copy {bandwidth:.0f} GB/s", ha="right",
-                 va="bottom", fontsize=8)
+        _compute_roofs(ax1, flop, bandwidth, _peaks(ok))
+    _copy_roof(ax2, mem, bandwidth)
     for _, r in pd.concat([ranking(rows[rows["job"] == j], 3) for j in rows["job"].unique()]).iterrows():
         x, y, ax = ((r["flops"] / r["bytes"], r["tflops_per_s"], ax1) if (r["flops"] or 0) > 0
                     else (r["device_ms"], r["gb_per_s"], ax2))
         if pd.notna(x) and pd.notna(y):
             ax.annotate(f"{str(r['module'] or r['kernel'])[:28]}", (x, y), fontsize=8, xytext=(4, -9),
                         textcoords="offset points")
+    _axes(ax1, ax2, mem)
+    fig.suptitle(title)
+    labels = tuple(dict.fromkeys(rows["label"].dropna())) if "label" in rows else ()
+    return Figure("roofline", title, _save(fig, out_dir, "roofline"), None, labels)
+
+
+def _colour_key(rows: pd.DataFrame, ok: pd.DataFrame, by_family: bool) -> pd.Series:
+    """What colours each row: its category, or its job's model family."""
+    if not by_family:
+        return rows["category"]
+    from sweeper.reporting.overview import family
+
+    return rows["job"].map(dict(zip(ok["job"], ok["model"].map(family))))
+
+
+def _points(ax1, ax2, flop: pd.DataFrame, mem: pd.DataFrame, key: pd.Series, by_family: bool, device: str) -> None:
+    """The rows with FLOPs on the left, the others on the right, a colour a group of `key`."""
+    for i, g in enumerate(dict.fromkeys(key)):
+        colour = plt.get_cmap("tab10")(i % 10)
+        f, m = flop[key.loc[flop.index] == g], mem[key.loc[mem.index] == g]
+        name = g if by_family else category_label(g, device).split(" (")[0]
+        if len(f):
+            ax1.scatter(f["flops"] / f["bytes"], f["tflops_per_s"], s=16, alpha=0.75, color=colour, label=name,
+                        marker="o" if by_family else _MARKERS.get(g, "o"))
+        if len(m):
+            ax2.scatter(m["device_ms"], m["gb_per_s"], s=16, alpha=0.75, color=colour, label=None if len(f) else name)
+
+
+def _compute_roofs(ax, flop: pd.DataFrame, bandwidth: float, peaks: dict[str, float]) -> None:
+    """The bandwidth slope up to each peak of the dtypes these launches use, each named."""
+    import numpy as np
+
+    intensity = flop["flops"] / flop["bytes"]
+    xs = np.logspace(np.log10(max(float(intensity.min()) / 2, 1e-2)), np.log10(float(intensity.max()) * 2), 100)
+    in_use = {d: peaks[d] for d in flop["dtype"].dropna().unique() if d in peaks}
+    placed: list[float] = []
+    for dtype, peak in sorted(in_use.items(), key=lambda kv: -kv[1]):
+        ax.plot(xs, np.minimum(xs * bandwidth / 1e3, peak), linestyle="--", linewidth=1, color="grey")
+        # two peaks within 15% of each other (fp16 and bf16): the second's label goes under its line
+        under = any(abs(peak / p - 1) < 0.15 for p in placed)
+        ax.text(xs[-1], peak, f"{dtype} {peak:.3g} TFLOP/s", ha="right", va="top" if under else "bottom", fontsize=8)
+        placed.append(peak)
+
+
+def _copy_roof(ax, mem: pd.DataFrame, bandwidth: float | None) -> None:
+    if mem.empty:
+        ax.text(0.5, 0.5, "no launch without FLOPs has known bytes\n(a C++ kernel has no estimate)", ha="center",
+                va="center", fontsize=9, transform=ax.transAxes)
+    elif bandwidth:
+        ax.axhline(bandwidth, color="grey", linestyle="--", linewidth=1)
+        ax.text(ax.get_xlim()[1], bandwidth, f"copy {bandwidth:.0f} GB/s", ha="right", va="bottom", fontsize=8)
+
+
+def _axes(ax1, ax2, mem: pd.DataFrame) -> None:
+    """Scales, labels, titles and one legend for both panels."""
     ax1.set_xscale("log")
     ax1.set_yscale("log")
     ax1.set_xlabel("arithmetic intensity (FLOPs a byte, log)")
@@ -168,9 +180,6 @@ def roofs_figure(recoverable: pd.DataFrame, jobs: pd.DataFrame, out_dir: Path, b
     more = ax2.get_legend_handles_labels()
     if handles or more[0]:
         ax1.legend(handles + more[0], names + more[1], fontsize=8, loc="upper left")
-    fig.suptitle(title)
-    labels = tuple(dict.fromkeys(rows["label"].dropna())) if "label" in rows else ()
-    return Figure("roofline", title, _save(fig, out_dir, "roofline"), None, labels)
 
 
 def _peaks(ok: pd.DataFrame) -> dict[str, float]:

@@ -6,6 +6,7 @@ sweeper/sweep/memory_executor.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 from sweeper.job_spec import JobSpec
@@ -65,6 +66,9 @@ class Executor(Protocol):
     def salvage(self, jobs: list[Job]) -> int:
         """What stopped jobs left where they ran (their log, their autotune entries), brought
         into their sweep folders; how many gave autotune entries."""
+
+    def scratch_of(self, job: Job) -> Path | str:
+        """Where a running job writes (named in the messages of a stopped sweep)."""
 
     def record_without_worker(self, job: Job, reason: str, took_s: float, status: str) -> Record:
         """The record of a job whose worker never sent its folder back, written."""

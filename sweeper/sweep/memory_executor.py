@@ -55,7 +55,7 @@ class MemoryExecutor:
 
     def collect(self, handle: tuple[int, int], job: Job, took_s: float) -> Record:
         if handle[0] == self.unwritable:
-            raise ResultsNotWritten(job, OSError(28, "No space left on device"), f"/scratch/{job.num}", "node0")
+            raise ResultsNotWritten(job, OSError(28, "No space left on device"), self.scratch_of(job), "node0")
         got = self.outcome(job, handle[1])
         record = failed_record(job.spec, job.job_dir, got, took_s, status="ok" if got == "ok" else "failed")
         if got == "ok":
@@ -66,6 +66,9 @@ class MemoryExecutor:
     def cancel(self, handles: list) -> None:
         self.cancelled += [h[0] for h in handles]
         self.running = [h for h in self.running if h not in handles]
+
+    def scratch_of(self, job: Job) -> str:
+        return f"/scratch/{job.num}"
 
     def salvage(self, jobs: list[Job]) -> int:
         return 0

@@ -206,7 +206,7 @@ class Scheduler:
         written, the results named where they still are (the job's scratch folder, kept), and
         exit code 2. The jobs still running are cancelled, their scratch folders kept too."""
         print(f"\nsweeper: {e}.", file=sys.stderr, flush=True)
-        left = {job.num: self.executor_scratch(job) for job in self.pending.values()}
+        left = {job.num: str(self.executor.scratch_of(job)) for job in self.pending.values()}
         self.executor.cancel(list(self.pending))
         entry = sm.job_entry(e.job.num, e.job.overrides, e.job.job_dir, failed_record(
             e.job.spec, e.job.job_dir, f"finished, but its results could not be written into the sweep folder "
@@ -229,10 +229,6 @@ class Scheduler:
               "hydra.sweep.dir) and run the same command again: finished jobs whose results are in the folder "
               "are kept, the others run again.", file=sys.stderr, flush=True)
         raise SystemExit(2)
-
-    def executor_scratch(self, job: Job) -> str:
-        """Where a running job writes, as its executor says (for the messages)."""
-        return str(getattr(self.executor, "scratch_of", lambda j: j.job_dir)(job))
 
     def rerun_alone(self, job: Job, record: Record) -> bool:
         """A job that ran out of GPU memory while it shared its GPU goes back to the front of
