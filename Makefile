@@ -47,7 +47,7 @@ test: install browser
 UNIT_TESTS := $(addprefix tests/test_,breakdown.py categories.py config.py estimate.py findings.py gc_watch.py \
 	imports.py kernel_bench.py module_source.py nvml.py order.py record.py summary.py trace.py history.py \
 	report_example.py report_headline.py report.py spare_gpus.py gpu_lease.py launch_speed.py bad_summaries.py \
-	module_thread.py identity.py host_pause.py cpu_libraries.py attribution.py roofline.py autotune_decisions.py scheduler.py)
+	module_thread.py identity.py host_pause.py cpu_libraries.py attribution.py roofline.py autotune_decisions.py scheduler.py storage.py)
 test-fast: install
 	$(PY) -m pytest -q -m "not slow" $(UNIT_TESTS) $(PYTEST_ARGS)
 

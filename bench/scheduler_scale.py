@@ -51,8 +51,9 @@ def main() -> None:
     from sweeper.sweep.memory_executor import MemoryExecutor
     from sweeper.sweep.scheduler import Scheduler
 
-    settings = {"resume": True, "jobs_per_gpu": "auto", "num_gpus_per_job": None, "num_cpus_per_job": None,
-                "lend_spare_gpus": True, "pause_while_timing": False}
+    from sweeper.sweep.settings import LauncherSettings
+
+    settings = LauncherSettings()  # the defaults: resume, jobs_per_gpu=auto, spare GPUs lent
     nodes = tuple({"Alive": True, "NodeID": f"n{i}", "Resources": {"CPU": 16.0, "GPU": 1.0}} for i in range(8))
     writes = {"s": 0.0, "n": 0}
     real_write = sm.write_summary

@@ -123,6 +123,13 @@ class JobInfo(TypedDict, total=False):
     ray_node_id: str
     gpu_ids: list[str] | None
     rerun_alone: str  # why a packed job ran again alone on its GPU
+    # with shared storage (hydra.launcher.storage_path): where the job's folder is, its bytes,
+    # or why it came back through Ray instead
+    stored_at: str
+    stored_bytes: int
+    storage_note: str
+    # bytes through the driver: the spec out to the job's worker, what came back from it
+    driver_bytes: dict[str, int | None]
 
 
 class Record(TypedDict, total=False):

@@ -138,6 +138,8 @@ def seed_compile(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_v
 def _seed_compile(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_version: str) -> dict:
     out: dict[str, Any] = {"store": (seed or {}).get("store"), "loaded": None, "bytes": 0,
                            "notes": list((seed or {}).get("notes", []))}
+    if seed and seed.get("from"):  # shared storage: read from there, or this node's copy (compile_store.fetch)
+        out["from"], out["fetched_bytes"] = seed["from"], seed.get("fetched_bytes", 0)
     path = job_dir / cs.SEED
     if not seed or not seed.get("file") or not path.is_file():
         return out

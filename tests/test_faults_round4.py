@@ -91,7 +91,7 @@ def test_no_colour_code_reaches_a_record_or_the_summary():
     own line, in plain text."""
     import ray
 
-    from hydra_plugins.sweeper_ray._ray import ray_error_line
+    from hydra_plugins.sweeper_ray._results import ray_error_line
     from sweeper.record import no_colour
     from sweeper.sweep.summary import job_entry
 

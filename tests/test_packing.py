@@ -119,7 +119,11 @@ def test_the_dry_run_says_how_jobs_are_packed(tmp_path):
 
 
 def test_packing_on_a_gpu_node_follows_its_cores_and_the_jobs_left():
-    from hydra_plugins.sweeper_ray._core import packing_of
+    from hydra_plugins.sweeper_ray._core import packing_of as packing_of_settings
+    from sweeper.sweep.settings import settings_of
+
+    def packing_of(conf, *args):
+        return packing_of_settings(settings_of(conf), *args)
 
     h200 = [{"Alive": True, "Resources": {"CPU": 16.0, "GPU": 1.0}}]
     conf = {"address": "host:6379", "jobs_per_gpu": "auto"}  # a cluster: memory not read

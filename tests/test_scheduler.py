@@ -17,6 +17,7 @@ from sweeper.sweep.control import Job, job_spec
 from sweeper.sweep.hydra_setup import register
 from sweeper.sweep.memory_executor import MemoryExecutor
 from sweeper.sweep.scheduler import Scheduler
+from sweeper.sweep.settings import settings_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTINGS = {"resume": True, "jobs_per_gpu": "auto", "num_gpus_per_job": None, "num_cpus_per_job": None,
@@ -37,7 +38,7 @@ def make_jobs(sweep_dir: Path, *override_sets: list[str]) -> list[Job]:
 
 
 def run(tmp_path: Path, jobs: list[Job], executor: MemoryExecutor, **settings) -> Scheduler:
-    sched = Scheduler({**SETTINGS, **settings}, jobs, tmp_path, executor, command=["test"])
+    sched = Scheduler(settings_of({**SETTINGS, **settings}), jobs, tmp_path, executor, command=["test"])
     sched.run()
     return sched
 

@@ -1,6 +1,6 @@
 import json
 
-from hydra_plugins.sweeper_ray._ray import pack, unpack
+from hydra_plugins.sweeper_ray._results import pack, unpack
 from sweeper.record import relocate
 from sweeper.sweep import summary as sm
 

@@ -38,7 +38,7 @@ from typing import Sequence
 
 from hydra.core.utils import JobReturn, JobStatus, configure_log, setup_globals
 
-from hydra_plugins.sweeper_ray._config import cluster_address, settings_problems, with_defaults
+from hydra_plugins.sweeper_ray._config import settings_problems
 from hydra_plugins.sweeper_ray._executor import RayExecutor
 from hydra_plugins.sweeper_ray._machine import cpu_only, local_gpu_name, local_gpus, local_slots, nvml_gpus
 from sweeper.sweep import packing, pythons
@@ -47,6 +47,7 @@ from sweeper.sweep.machine import nvml_memory_gib
 from sweeper.sweep.control import (Job, check_jobs, confirm, discard_unused_sweep_dir, dry_run, lock_sweep,
                                    make_jobs)
 from sweeper.sweep.scheduler import Scheduler
+from sweeper.sweep.settings import LauncherSettings, settings_of
 from sweeper.sweep.validate import SweepConfigError, check_output_dir, stop_on_problem
 
 log = logging.getLogger(__name__)
@@ -55,12 +56,11 @@ log = logging.getLogger(__name__)
 def launch(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> Sequence[JobReturn]:
     setup_globals()
     configure_log(launcher.config.hydra.hydra_logging, launcher.config.hydra.verbose)
-    conf = with_defaults(launcher.conf)
     sweep_dir = Path(str(launcher.config.hydra.sweep.dir)).resolve()
     sweep = None
     try:
-        jobs = _checked_jobs(launcher, conf, job_overrides, initial_job_idx)
-        if dry_run(jobs, sweep_dir, gpus=None if cluster_address(conf) else (nvml_gpus()[0] or 0)):
+        jobs, conf = _checked_jobs(launcher, job_overrides, initial_job_idx)
+        if dry_run(jobs, sweep_dir, gpus=None if conf.cluster_address else (nvml_gpus()[0] or 0)):
             print(packing_line(conf, jobs))
             print(expected_time(conf, jobs, sweep_dir, slots=local_slots(jobs))[0])
             return []
@@ -99,41 +99,43 @@ def _shutdown_ray() -> None:
         pass
 
 
-def _checked_jobs(launcher, conf: dict, job_overrides, initial_job_idx: int) -> list[Job]:
-    """The sweep's jobs, once every check that needs no job run has passed (exit 2 if not)."""
+def _checked_jobs(launcher, job_overrides, initial_job_idx: int) -> tuple[list[Job], LauncherSettings]:
+    """The sweep's jobs, once every check that needs no job run has passed (exit 2 if not),
+    and the launcher's settings, typed once their values are checked."""
     base = launcher.config  # the sweep-level keys (dry_run, confirm_above, yes) are the same for every job
     if not base.dry_run:  # counted before composing every job: a refusal costs no time
         confirm(len(job_overrides), {"confirm_above": base.confirm_above, "yes": base.yes})
     jobs = make_jobs(launcher, job_overrides, initial_job_idx)
+    stop_on_problem(check_launcher, launcher.conf)
+    conf = settings_of(launcher.conf)
     check_jobs(jobs, gpus_available=local_gpus(conf, jobs))
-    stop_on_problem(check_launcher, conf)
     stop_on_problem(check_pythons, conf, jobs)
-    return jobs
+    return jobs, conf
 
 
-def check_pythons(conf: dict, jobs: list[Job]) -> None:
+def check_pythons(conf: LauncherSettings, jobs: list[Job]) -> None:
     """Each job's interpreter (config key `python`) into its spec; every environment named
     is checked here before any job starts, or, on a cluster, on its nodes once joined
     (RaySweep.submit)."""
     envs = pythons.assign_interpreters(jobs)
-    if envs and cluster_address(conf):
+    if envs and conf.cluster_address:
         print(f"python environments {', '.join(envs)}: checked on the cluster's nodes once joined", flush=True)
     elif envs:
         for line in pythons.check(envs, need_triton=not cpu_only(jobs) and bool(nvml_gpus()[0])):
             print(line, flush=True)
 
 
-def expected_time(conf: dict, jobs: list[Job], sweep_dir: Path, slots: int) -> tuple[str, float | None]:
+def expected_time(conf: LauncherSettings, jobs: list[Job], sweep_dir: Path, slots: int) -> tuple[str, float | None]:
     """The sweep's expected duration from earlier sweeps' records (sweeper/sweep/estimate.py):
     a line to print, and the seconds (None when no job has a record)."""
     from sweeper.sweep import estimate
 
-    gpu = None if cluster_address(conf) else (local_gpu_name(jobs) or "")  # "": this machine's CPU
+    gpu = None if conf.cluster_address else (local_gpu_name(jobs) or "")  # "": this machine's CPU
     # outputs/DATE/TIME, outputs/nightly/DATE: every earlier sweep lies under outputs/
     return estimate.expected({j.num: j.overrides for j in jobs}, sweep_dir.parent.parent, gpu, slots)
 
 
-def check_launcher(conf: dict) -> None:
+def check_launcher(conf) -> None:
     """Every launcher setting of the composed config (_config.settings_problems), all listed."""
     found = settings_problems(dict(conf))
     if found:
@@ -141,19 +143,17 @@ def check_launcher(conf: dict) -> None:
                                + "\n".join(f"  {p}" for p in found))
 
 
-def packing_of(conf: dict, nodes: list[dict], jobs: int, cpu_jobs: bool) -> tuple[int, str]:
+def packing_of(conf: LauncherSettings, nodes: list[dict], jobs: int, cpu_jobs: bool) -> tuple[int, str]:
     """Jobs a GPU runs at once on the Ray cluster of `nodes` (sweeper/sweep/packing.py:
     packing_of), this machine's GPU memory read by NVML for an embedded Ray."""
-    conf = with_defaults(conf)
-    on_cluster = bool(cluster_address(conf))
+    on_cluster = bool(conf.cluster_address)
     return packing.packing_of(conf, nodes, jobs, cpu_jobs, None if on_cluster else nvml_memory_gib(), on_cluster)
 
 
-def packing_line(conf: dict, jobs: list[Job]) -> str:
+def packing_line(conf: LauncherSettings, jobs: list[Job]) -> str:
     """The dry run's word on packing, for this machine (an embedded Ray) or a cluster."""
-    conf = with_defaults(conf)
-    if cluster_address(conf):
-        return (f"packing: jobs_per_gpu={conf['jobs_per_gpu']}, decided on the cluster's nodes once joined "
+    if conf.cluster_address:
+        return (f"packing: jobs_per_gpu={conf.jobs_per_gpu}, decided on the cluster's nodes once joined "
                 "(auto: as many as their GPUs' cores allow, at most 4)")
     gpus = nvml_gpus()[0] or 0
     cpus = len(os.sched_getaffinity(0))

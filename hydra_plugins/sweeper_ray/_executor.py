@@ -13,25 +13,29 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from hydra_plugins.sweeper_ray import _ray
-from hydra_plugins.sweeper_ray._config import cluster_address
+from hydra_plugins.sweeper_ray import _ray, _results
 from sweeper.job_spec import JobSpec
 from sweeper.record import Record
 from sweeper.sweep import pythons
 from sweeper.sweep.control import Job, sigterm_as_interrupt
 from sweeper.sweep.machine import nvml_memory_gib
+from sweeper.stores.storage import Storage
 from sweeper.sweep.executor import Cluster
+from sweeper.sweep.settings import LauncherSettings
 
 log = logging.getLogger(__name__)
 
 
 class RayExecutor:
-    """Jobs as Ray tasks; `conf`: the launcher's settings, defaults filled."""
+    """Jobs as Ray tasks, as the launcher's settings say."""
 
-    def __init__(self, conf: dict, sweep_dir: Path) -> None:
+    def __init__(self, conf: LauncherSettings, sweep_dir: Path) -> None:
         self.conf = conf
-        self.scratch_root = Path(conf["scratch_dir"]) / _ray.scratch_key(sweep_dir)  # on each node
+        self.sweep_key = _ray.scratch_key(sweep_dir)
+        self.scratch_root = Path(conf.scratch_dir) / self.sweep_key  # on each node
+        self.storage = Storage.of(conf.storage_path)
         self.remote_fn: Any = None
+        self.out_bytes: dict[int, int] = {}  # job -> bytes its spec took to the worker
 
     def scratch_of(self, job: Job) -> Path:
         return self.scratch_root / job.job_dir.name
@@ -43,7 +47,7 @@ class RayExecutor:
         log.info(_ray.init_ray(self.conf))
         sigterm_as_interrupt()  # again after ray.init, which sets a handler of its own
         self.remote_fn = ray.remote(max_calls=1)(_ray.run_in_worker)
-        on_cluster = bool(cluster_address(self.conf))
+        on_cluster = bool(self.conf.cluster_address)
         return Cluster(tuple(ray.nodes()), None if on_cluster else nvml_memory_gib(), on_cluster)
 
     def check_pythons(self, envs: dict[str, str], need_triton: bool) -> list[str]:
@@ -52,10 +56,12 @@ class RayExecutor:
         return stop_on_problem(pythons.check, envs, need_triton, _ray.check_on_nodes)
 
     def submit(self, job: Job, spec: JobSpec, resources: dict, jobs_per_gpu: int) -> Any:
-        options = {"max_retries": int(self.conf["max_retries_on_node_loss"]), **resources}
+        options = {"max_retries": self.conf.max_retries_on_node_loss, **resources}
+        self.out_bytes[job.num] = _results.spec_bytes(spec)
         return self.remote_fn.options(**options).remote(
-            spec, str(self.scratch_of(job)), job.spec.config["timeout_s"] or None, str(self.conf["compile_threads"]),
-            jobs_per_gpu, bool(self.conf["pause_while_timing"]))
+            spec, str(self.scratch_of(job)), job.spec.config["timeout_s"] or None, self.conf.compile_threads,
+            jobs_per_gpu, self.conf.pause_while_timing, self.storage.uri if self.storage else None,
+            _results.stored_at(self.sweep_key, job))
 
     def wait(self, handles: list, timeout_s: float) -> list:
         import ray
@@ -64,7 +70,7 @@ class RayExecutor:
         return ready
 
     def collect(self, handle: Any, job: Job, took_s: float) -> Record:
-        return _ray.collect(handle, job, took_s, self.scratch_of(job))
+        return _results.collect(handle, job, took_s, Path(self.scratch_of(job)), self.out_bytes.pop(job.num, None))
 
     def cancel(self, handles: list) -> None:
         import ray
@@ -73,7 +79,7 @@ class RayExecutor:
             ray.cancel(ref, force=True)
 
     def salvage(self, jobs: list[Job]) -> int:
-        return _ray.salvage({job.job_dir: self.scratch_of(job) for job in jobs})
+        return _results.salvage({job.job_dir: self.scratch_of(job) for job in jobs})
 
     def record_without_worker(self, job: Job, reason: str, took_s: float, status: str) -> Record:
-        return _ray.record_without_worker(job, reason, took_s, self.scratch_of(job), status=status)
+        return _results.record_without_worker(job, reason, took_s, self.scratch_of(job), status=status)

@@ -3,10 +3,10 @@ the dry run, which must answer as a real run would, in about a second."""
 
 from __future__ import annotations
 
-from hydra_plugins.sweeper_ray._config import cluster_address
 from sweeper.sweep.control import Job
 from sweeper.sweep.machine import nvml_gpus
 from sweeper.sweep.executor import cpu_only
+from sweeper.sweep.settings import LauncherSettings
 
 
 def local_gpu_name(jobs: list[Job]) -> str | None:
@@ -22,12 +22,12 @@ def local_slots(jobs: list[Job]) -> int:
     return max(1, nvml_gpus()[0] or 1)
 
 
-def local_gpus(conf: dict, jobs: list[Job]) -> int | None:
+def local_gpus(settings: LauncherSettings, jobs: list[Job]) -> int | None:
     """The GPUs an embedded Ray would have, counted before it starts, when a job asks for
     device=cuda: so that a dry run and a real run refuse alike. None on a cluster (Ray
     counts its GPUs once joined), when no job asks for CUDA, or without pynvml (Ray's own
     count decides once it has started)."""
-    if cluster_address(conf):
+    if settings.cluster_address:
         return None
     if not any(j.spec.config["device"] == "cuda" for j in jobs):
         return None

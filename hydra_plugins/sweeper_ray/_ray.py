@@ -6,32 +6,25 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
-import json
 import os
 import shutil
 import signal
 import sys
-import tarfile
 from pathlib import Path
 
 from hydra_plugins.sweeper_ray._address import check_ray_address
-from hydra_plugins.sweeper_ray._config import cluster_address, with_defaults
 from hydra_plugins.sweeper_ray._reaper import watch_embedded_ray
 from sweeper.job_spec import JobSpec
-from sweeper.record import Record, atomic_write_bytes, no_colour, relocate, write_record
-from sweeper.sweep.control import Job
-from sweeper.sweep.job_process import failed_record
-from sweeper.sweep.executor import ResultsNotWritten
+from sweeper.stores import compile_store
+from sweeper.sweep.settings import LauncherSettings, settings_of
 from sweeper.sweep.validate import SweepConfigError, stop_on_problem
-from sweeper.stores.autotune_store import ENTRIES_FILE
 
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def init_ray(conf: dict) -> str:
-    conf = with_defaults(conf)
-    address = cluster_address(conf)
+def init_ray(conf: LauncherSettings | dict) -> str:
+    conf = settings_of(conf)
+    address = conf.cluster_address
     if not address:
         _loopback_only()
     import ray
@@ -41,8 +34,8 @@ def init_ray(conf: dict) -> str:
     if address:
         # An existing cluster: ask it for nothing (resources, dashboard) at init. A wrong
         # address would keep ray.init retrying or hanging for minutes: check it in seconds.
-        stop_on_problem(check_ray_address, address, float(conf["connect_timeout_s"]))
-        stop_on_problem(_join, address, dict(conf["runtime_env"] or {}) or None)
+        stop_on_problem(check_ray_address, address, conf.connect_timeout_s)
+        stop_on_problem(_join, address, dict(conf.runtime_env) or None)
         return f"joined Ray cluster at {address}"
     # Workers inherit the driver's environment. PYTHONPATH goes there, not into a
     # runtime_env: Ray prestarts idle workers only for the default environment, and a
@@ -217,10 +210,15 @@ def set_compile_threads(setting: str, lease: dict | None) -> None:
 
 
 def run_in_worker(spec: JobSpec, scratch_job_dir: str, timeout_s: float | None,
-                  compile_threads: str = "all", jobs_per_gpu: int = 1, pause_while_timing: bool = False) -> dict:
-    """Runs on a Ray worker: the job in a child process, then its folder as a bundle."""
+                  compile_threads: str = "all", jobs_per_gpu: int = 1, pause_while_timing: bool = False,
+                  storage: str | None = None, stored_at: str | None = None) -> dict:
+    """Runs on a Ray worker: the job in a child process, then its folder as a bundle, or,
+    with shared storage, written to `stored_at` there (_results.py)."""
     import socket
 
+    import ray
+
+    from hydra_plugins.sweeper_ray import _results
     from sweeper.sweep.job_process import progress_printer, run_job_process
 
     lease = gpu_lease(jobs_per_gpu, pause_while_timing)
@@ -229,203 +227,21 @@ def run_in_worker(spec: JobSpec, scratch_job_dir: str, timeout_s: float | None,
     set_compile_threads(compile_threads, lease)
 
     job_dir = Path(scratch_job_dir)
+    node_stores = job_dir.parents[1] / "stores"  # this node's copy of the storage's store entries
     if job_dir.exists():  # an earlier attempt: keep its compile cache, drop the rest
         for p in job_dir.iterdir():
             if p.name != "cache":
                 shutil.rmtree(p) if p.is_dir() else p.unlink()
+    if storage:
+        spec = dataclasses.replace(spec, compile_seed=compile_store.fetch(spec.compile_seed, node_stores))
     record = run_job_process(spec, job_dir, timeout_s, progress_printer(spec.job_id))
-    import ray
-
-    bundle = pack(job_dir)
+    where = {"scratch": str(job_dir), "host": socket.gethostname(), "node_id": ray.get_runtime_context().get_node_id(),
+             "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
+    if storage and stored_at:
+        return _results.to_storage(record, job_dir, spec.config, storage, stored_at, node_stores, where)
     # the scratch folder stays until the driver has written the bundle into the sweep folder
     # (discard_scratch): a driver that cannot (a full disk) names it as where the results are
-    return {"record": record, "bundle": bundle, "scratch": str(job_dir), "host": socket.gethostname(),
-            "node_id": ray.get_runtime_context().get_node_id(), "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
-
-
-def remove_scratch(job_dir: Path) -> None:
-    """A finished job's scratch folder, and the sweep's folder above it once empty."""
-    shutil.rmtree(job_dir, ignore_errors=True)
-    try:
-        job_dir.parent.rmdir()
-    except OSError:  # other jobs of the sweep still there
-        pass
-
-
-def discard_scratch(result: dict) -> None:
-    """A job's scratch folder, once its results are written into the sweep folder: removed
-    here when the job ran on the driver's node, else by a small task on its node."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    path = Path(result["scratch"])
-    if result.get("node_id") in (None, ray.get_runtime_context().get_node_id()):
-        remove_scratch(path)
-        return
-    ray.remote(remove_scratch).options(  # not waited for: a node gone meanwhile took its files with it
-        num_cpus=0, max_retries=0,
-        scheduling_strategy=NodeAffinitySchedulingStrategy(result["node_id"], soft=True)).remote(path)
-
-
-def pack(job_dir: Path) -> bytes:
-    """The job folder, compile caches left out, as tar.gz bytes. Fast compression: its
-    traces are compressed already, and a cold max-autotune job's compile for the compile
-    store is large (105 MB for resnet18 inference on an H200)."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as tar:
-        for p in sorted(job_dir.iterdir()):
-            if p.name not in ("cache", "job.json"):
-                tar.add(p, arcname=p.name)
-    return buf.getvalue()
-
-
-def unpack(bundle: bytes, dest: Path) -> None:
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in ("traces", "modules", "reference"):
-        shutil.rmtree(dest / name, ignore_errors=True)  # nothing stale from an earlier run
-    with tarfile.open(fileobj=io.BytesIO(bundle), mode="r:gz") as tar:
-        tar.extractall(dest, filter="data")
-
-
-def ray_error_line(e: BaseException) -> str:
-    """What a Ray error says went wrong, in one line without colour codes: a task's
-    exception is its message's last line (`PermissionError: ... '/proc/x'`); its first is
-    only the task's name and process (`ray::run_in_worker() (pid=...)`)."""
-    lines = [x.strip() for x in no_colour(str(e)).strip().splitlines() if x.strip()]
-    if not lines:
-        return type(e).__name__
-    last = lines[-1] if isinstance(e, ray_task_error()) and len(lines) > 1 else lines[0]
-    return last[:300]
-
-
-def ray_task_error() -> type:
-    import ray
-
-    return ray.exceptions.RayTaskError
-
-
-def collect(ref, job: Job, duration: float, scratch_job_dir: Path) -> Record:
-    """The job's record in the sweep folder, whatever happened to its worker."""
-    import ray
-
-    try:
-        result = ray.get(ref)
-    except ray.exceptions.RayError as e:
-        reason = f"Ray task failed ({type(e).__name__}): {ray_error_line(e)}"
-        salvage({job.job_dir: scratch_job_dir})
-        return record_without_worker(job, reason, duration, scratch_job_dir)
-    record = relocate(result["record"], result["scratch"], str(job.job_dir))
-    record["job"]["host"] = result["host"]
-    record["job"]["ray_node_id"] = result["node_id"]
-    record["job"]["gpu_ids"] = result.get("gpu_ids")  # the GPUs Ray gave the job (more than one: spare ones lent)
-    arts = record.setdefault("artifacts", {})
-    if str(arts.get("cache") or "").startswith(result["scratch"].rstrip("/") + "/"):  # goes with the scratch folder
-        arts["cache_note"] = (f"the job's compile cache {arts['cache']} on {result['host']} was removed with its "
-                              "scratch folder once its results were back; its compile is kept in the compile store")
-        arts["cache"] = None
-    try:
-        unpack(result["bundle"], job.job_dir)
-        write_record(job.job_dir, record)
-    except OSError as e:
-        raise ResultsNotWritten(job, e, result["scratch"], result["host"]) from None
-    discard_scratch(result)  # only now: everything worth keeping is in the sweep folder
-    return record
-
-
-LOG_TAIL_BYTES = 4 << 20  # of a stopped job's log, brought back from its node
-
-
-def _left_in_scratch(scratch_job_dirs: list[str]) -> dict[str, dict]:
-    """Runs on a node: what jobs stopped there left in its scratch folder (their autotune
-    entries, the end of their log), read, then the folders removed."""
-    out = {}
-    for d in scratch_job_dirs:
-        entries, log = Path(d) / ENTRIES_FILE, Path(d) / "job.log"
-        if not Path(d).is_dir():
-            continue
-        got = {"entries": entries.read_bytes() if entries.is_file() else None, "log": None}
-        if log.is_file():
-            with open(log, "rb") as f:
-                f.seek(max(0, log.stat().st_size - LOG_TAIL_BYTES))
-                got["log"] = f.read()
-        out[d] = got
-        remove_scratch(Path(d))
-    return out
-
-
-def salvage(dirs: dict[Path, Path], timeout_s: float = 30.0) -> int:
-    """What jobs stopped without sending their folder back (cancelled, their worker or node
-    lost) left in the scratch folder where they ran (job_dir -> scratch_job_dir): their
-    autotune entries, for the store, and their log, into their sweep folders; read by a
-    task on every live node, which then removes those scratch folders. Where a job left
-    entries on two nodes (a retried job), the later write wins. Returns how many jobs gave
-    autotune entries."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    scratch = [str(s) for s in dirs.values()]
-    task = ray.remote(_left_in_scratch)
-    refs = [task.options(num_cpus=0, max_retries=0,
-                         scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(scratch)
-            for n in ray.nodes() if n.get("Alive")]
-    found: dict[str, dict] = {}
-    for ref in refs:
-        try:
-            got = ray.get(ref, timeout=timeout_s)
-        except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError):  # that node is gone: its files too
-            continue
-        for d, left in got.items():
-            if d not in found or _written_at(left["entries"]) > _written_at(found[d]["entries"]):
-                found[d] = left
-    for job_dir, scratch_dir in dirs.items():
-        kept = found.get(str(scratch_dir))
-        if kept:
-            job_dir.mkdir(parents=True, exist_ok=True)
-            if kept["log"] is not None:
-                (job_dir / "job.log").write_bytes(kept["log"])
-            if kept["entries"] is not None:
-                atomic_write_bytes(job_dir / ENTRIES_FILE, kept["entries"])
-    return sum(1 for left in found.values() if left["entries"] is not None)
-
-
-def _written_at(data: bytes | None) -> float:
-    if data is None:
-        return -1.0
-    try:
-        return float(json.loads(data).get("written_at") or 0)
-    except (ValueError, AttributeError):
-        return 0.0
-
-
-def record_without_worker(job: Job, reason: str, duration: float, scratch_job_dir: Path,
-                          status: str = "failed") -> Record:
-    """The record of a job whose worker never sent its folder back (it died, or the sweep
-    was cancelled). Its log stayed in the node's scratch folder: salvage() brings it (and
-    its autotune entries) into the sweep folder, or it is copied here where this machine
-    can read it; where neither could be done (a lost node), the record names where it was.
-    Either way the path a user is shown exists, and Ray's own logs are named."""
-    job.job_dir.mkdir(parents=True, exist_ok=True)
-    scratch_log = scratch_job_dir / "job.log"
-    if scratch_log.is_file():
-        shutil.copy(scratch_log, job.job_dir / "job.log")
-    record = failed_record(job.spec, job.job_dir, reason, duration, status=status)
-    if not (job.job_dir / "job.log").exists():
-        record["artifacts"]["log"] = None
-        record["log_note"] = (f"no log here: the job never started, or ran on another node "
-                              f"(its log there: {scratch_log})")
-    record["artifacts"]["ray_logs"] = ray_logs_dir()
-    write_record(job.job_dir, record)
-    return record
-
-
-def ray_logs_dir() -> str | None:
-    """Where Ray writes its workers' own logs (this session's), None if unknown."""
-    try:
-        import ray
-
-        return ray._private.worker.global_worker.node.get_logs_dir_path()
-    except Exception:  # noqa: BLE001 - private API; a pointer, never a failure
-        return None
+    return {"record": record, "bundle": _results.pack(job_dir), **where}
 
 
 def check_on_nodes(envs: dict[str, str], need_triton: bool) -> tuple[dict[str, dict], list[str]]:

@@ -35,6 +35,7 @@ import hashlib
 import json
 import os
 import shutil
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from sweeper.identity import compile_identity
 from sweeper.job_spec import JobSpec
 from sweeper.record import atomic_write_text
 from sweeper.stores.autotune_store import enabled, torch_folder
+from sweeper.stores.storage import COMPILE_STORE, Storage, StorageError
 
 BLOB = "compile_artifacts.bin"  # in the job folder: the job's blob, back to the driver
 LIBS = "compile_libraries.tar.gz"  # beside it, a CPU job's C++ kernel libraries (tasks/cpu_libraries.py)
@@ -89,21 +91,116 @@ def load(store: Path, torch_version: str, config: dict) -> dict:
 
 
 def place_seed(spec: JobSpec, job_dir: Path) -> JobSpec:
-    """Launcher, on the job's node: the seed's bytes into the job folder (SEED), the spec
-    without them (job.json stays small and JSON)."""
+    """Launcher, on the job's node: the seed's bytes (or, from storage, the node's copy of
+    them: fetch) into the job folder (SEED), the spec without them (job.json stays small
+    and JSON)."""
     seed = spec.compile_seed
     if not seed:
         return spec
     (job_dir / SEED).unlink(missing_ok=True)
     (job_dir / SEED_LIBS).unlink(missing_ok=True)
-    data, libs = seed.get("data"), seed.get("libs")
-    if data:
-        (job_dir / SEED).write_bytes(data)
-    if data and libs:
-        (job_dir / SEED_LIBS).write_bytes(libs)
-    described = {k: v for k, v in seed.items() if k not in ("data", "libs")}
+    data, libs = seed.get("data") or seed.get("path"), seed.get("libs") or seed.get("libs_path")
+    for src, dest in ((data, job_dir / SEED), (libs if data else None, job_dir / SEED_LIBS)):
+        if isinstance(src, bytes):
+            dest.write_bytes(src)
+        elif src:
+            shutil.copyfile(src, dest)
+    described = {k: v for k, v in seed.items() if k not in ("data", "libs", "path", "libs_path")}
     return dataclasses.replace(spec, compile_seed={**described, "file": SEED if data else None,
                                                    "libs_file": SEED_LIBS if data and libs else None})
+
+
+def reference(storage: Storage, torch_version: str, config: dict) -> dict:
+    """Driver, with shared storage: the job's `compile_seed` as a reference to its entry in
+    the storage's compile store, no bytes: the job's node reads them (fetch)."""
+    folder = f"{COMPILE_STORE}/torch-{torch_version}"
+    return {"store": storage.location(folder), "torch": torch_version, "data": None, "meta": None, "libs": None,
+            "notes": [], "storage": storage.uri, "entry": f"{folder}/{_stem(config)}"}
+
+
+def _node_copy(cache_dir: Path, entry: str) -> Path:
+    return Path(cache_dir) / entry
+
+
+def fetch(seed: dict | None, cache_dir: Path) -> dict | None:
+    """Worker, with shared storage: the seed's entry read from the storage into this node's
+    copy of the store (`cache_dir`) unless the node has it already (the entry's small .json,
+    read each time, names the copy: `copy_id`); the seed then names the node's files
+    (`path`, `libs_path`) and says where they came from (`from`: "node" or "storage",
+    `fetched_bytes`). A seed without an entry is returned as it is."""
+    if not seed or not seed.get("entry"):
+        return seed
+    storage, entry = Storage(seed["storage"]), seed["entry"]
+    seed = {**seed, "notes": list(seed.get("notes") or [])}
+    local = _node_copy(cache_dir, entry)
+    libs_file = local.parent / f"{local.name}{LIBS_SUFFIX}"
+    try:
+        if storage.stat(f"{entry}.json") is None:
+            return seed  # nothing kept for this job: a cold compile
+        meta = json.loads(storage.read_bytes(f"{entry}.json"))
+        fetched = 0
+        if not (local.with_suffix(".bin").is_file() and _copy_id(local.with_suffix(".json")) == meta.get("copy_id")):
+            fetched += storage.get_file(f"{entry}.bin", local.with_suffix(".bin"))
+            if storage.stat(f"{entry}{LIBS_SUFFIX}") is not None:
+                fetched += storage.get_file(f"{entry}{LIBS_SUFFIX}", libs_file)
+            else:
+                libs_file.unlink(missing_ok=True)
+            atomic_write_text(local.with_suffix(".json"), json.dumps(meta, indent=1))  # last: the copy is whole
+        seed.update(meta=meta, path=str(local.with_suffix(".bin")),
+                    libs_path=str(libs_file) if libs_file.is_file() else None,
+                    **{"from": "storage" if fetched else "node", "fetched_bytes": fetched})
+    except (OSError, ValueError, StorageError) as e:  # a seed not read costs a cold compile, never the job
+        seed["notes"].append(f"{storage.location(entry)}.bin: not used ({type(e).__name__}: {e})")
+    return seed
+
+
+def _copy_id(meta_file: Path) -> str | None:
+    try:
+        return json.loads(meta_file.read_text()).get("copy_id")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def keep_in_storage(storage: Storage, job_dir: Path, config: dict, cache_dir: Path | None = None) -> int | None:
+    """Worker, with shared storage, once the job has ended: its blob (and a CPU job's
+    libraries) into the storage's compile store, replacing the one before, as absorb does
+    on the driver without storage; the job folder keeps none. The node keeps its copy
+    (`cache_dir`), so that its next job of this key reads nothing. Returns the bytes kept,
+    None when the job left none."""
+    blob, meta_file = Path(job_dir) / BLOB, Path(job_dir) / META
+    if not blob.is_file():
+        return None
+    try:
+        meta = json.loads(meta_file.read_text())
+    except (OSError, ValueError) as e:
+        raise StoreError(f"{meta_file}: not readable ({e})") from e
+    meta["key"] = key(config)
+    meta["copy_id"] = uuid.uuid4().hex  # which compile this is: a node's copy of another is read again
+    entry = f"{COMPILE_STORE}/torch-{meta.get('torch')}/{_stem(config)}"
+    libs = Path(job_dir) / LIBS
+    if libs.is_file():
+        storage.put_file(libs, f"{entry}{LIBS_SUFFIX}")
+    else:  # none this time: the earlier run's would go with a blob not theirs
+        storage.delete(f"{entry}{LIBS_SUFFIX}")
+    storage.put_file(blob, f"{entry}.bin")
+    storage.put_bytes(json.dumps(meta, indent=1).encode(), f"{entry}.json")  # last: it names the copy
+    if cache_dir is not None:
+        _keep_node_copy(blob, libs, meta, _node_copy(Path(cache_dir), entry))
+    blob.unlink(missing_ok=True)
+    libs.unlink(missing_ok=True)
+    meta_file.unlink()
+    return int(meta.get("bytes") or 0) + int((meta.get("cpu_libs") or {}).get("bytes") or 0)
+
+
+def _keep_node_copy(blob: Path, libs: Path, meta: dict, local: Path) -> None:
+    local.parent.mkdir(parents=True, exist_ok=True)
+    libs_file = local.parent / f"{local.name}{LIBS_SUFFIX}"
+    if libs.is_file():
+        shutil.copyfile(libs, libs_file)
+    else:
+        libs_file.unlink(missing_ok=True)
+    shutil.move(str(blob), local.with_suffix(".bin"))  # a rename where the scratch folder is on one disk
+    atomic_write_text(local.with_suffix(".json"), json.dumps(meta, indent=1))  # last: the copy is whole
 
 
 def absorb(store: Path, job_dir: Path, config: dict) -> int | None:

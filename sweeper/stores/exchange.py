@@ -22,6 +22,7 @@ from sweeper.autotune_info import EarlierAttempt
 from sweeper.job_spec import JobSpec
 from sweeper.record import Record, write_record
 from sweeper.stores import autotune_store, compile_store
+from sweeper.stores.storage import Storage
 
 
 # whether a job takes and gives autotune store entries (the job order's groups follow it,
@@ -43,16 +44,19 @@ def _torch_version() -> str:
     return found.group(1) if found else "unknown"
 
 
-def with_seed(spec: JobSpec) -> JobSpec:
+def with_seed(spec: JobSpec, storage: Storage | None = None) -> JobSpec:
     """The job's spec, with the stores' entries for it: the autotune store's when it
-    shares autotuning, the compile store's earlier compile of it when there is one."""
+    shares autotuning, the compile store's earlier compile of it when there is one. With
+    shared `storage` (hydra.launcher.storage_path) the compile store is there, and the
+    spec names the entry for the job's node to read (compile_store.fetch), not its bytes."""
     config = spec.config
     if shares(config):
         spec = dataclasses.replace(spec, autotune_seed=autotune_store.load(Path(config["autotune_store"]),
                                                                           _torch_version()))
     if compile_store.shared_by(config):
-        spec = dataclasses.replace(spec, compile_seed=compile_store.load(Path(config["compile_store"]),
-                                                                        _torch_version(), config))
+        seed = (compile_store.reference(storage, _torch_version(), config) if storage is not None
+                else compile_store.load(Path(config["compile_store"]), _torch_version(), config))
+        spec = dataclasses.replace(spec, compile_seed=seed)
     return spec
 
 

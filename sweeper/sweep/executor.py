@@ -12,6 +12,7 @@ from typing import Any, Protocol, Sequence
 from sweeper.job_spec import JobSpec
 from sweeper.record import Record
 from sweeper.sweep.control import Job
+from sweeper.sweep.settings import LauncherSettings
 
 
 @dataclass(frozen=True)
@@ -74,16 +75,16 @@ class Executor(Protocol):
         """The record of a job whose worker never sent its folder back, written."""
 
 
-def job_resources(settings: dict, cluster: Cluster, jobs_per_gpu: int = 1) -> dict:
+def job_resources(settings: LauncherSettings, cluster: Cluster, jobs_per_gpu: int = 1) -> dict:
     """What each job asks for: a 1/jobs_per_gpu share of one GPU where the cluster has GPUs,
     all of a node's CPUs on a cluster without (compiling and CPU kernels use every core), or
     what the settings say (num_gpus_per_job, num_cpus_per_job)."""
-    if settings.get("num_gpus_per_job") is not None:
-        want_gpus = settings["num_gpus_per_job"]
+    if settings.num_gpus_per_job is not None:
+        want_gpus = settings.num_gpus_per_job
     else:
         want_gpus = 1 / jobs_per_gpu if cluster.total("GPU") else 0
-    if settings.get("num_cpus_per_job") is not None:
-        cpus = settings["num_cpus_per_job"]
+    if settings.num_cpus_per_job is not None:
+        cpus = settings.num_cpus_per_job
     elif want_gpus:
         cpus = 1
     else:

@@ -17,6 +17,11 @@ times on the GPU is done under that GPU's lease (tasks/gpu_lease.py), one job at
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sweeper.sweep.settings import LauncherSettings
+
 MEMORY_PER_JOB_GIB = 24
 LAUNCH_CPUS = 2  # per GPU: the launching thread, and autograd's device thread for the backward
 CORES_PER_JOB = 3
@@ -58,7 +63,7 @@ def jobs_per_gpu(value, gpu_memory_gib: float | None, cpus: int, gpus: int) -> t
                f"and {CORES_PER_JOB} a compiling job, at most {MAX_JOBS_PER_GPU}")
 
 
-def packing_of(settings: dict, nodes, jobs: int, cpu_jobs: bool, gpu_memory_gib: float | None,
+def packing_of(settings: LauncherSettings, nodes, jobs: int, cpu_jobs: bool, gpu_memory_gib: float | None,
                on_cluster: bool) -> tuple[int, str]:
     """Jobs a GPU runs at once on a cluster of `nodes` (as Ray lists them), for a sweep of
     `jobs` jobs left, and a line that says why: the smallest GPU node decides; the GPU's
@@ -68,17 +73,17 @@ def packing_of(settings: dict, nodes, jobs: int, cpu_jobs: bool, gpu_memory_gib:
     gpu_nodes = [n["Resources"] for n in nodes if n.get("Alive") and n["Resources"].get("GPU", 0) >= 1]
     if cpu_jobs or not gpu_nodes:
         return 1, ""
-    if settings.get("num_gpus_per_job") is not None:  # the user's share of a GPU a job decides
-        return 1, f"packing: none (num_gpus_per_job={settings['num_gpus_per_job']} decides a job's GPUs)"
+    if settings.num_gpus_per_job is not None:  # the user's share of a GPU a job decides
+        return 1, f"packing: none (num_gpus_per_job={settings.num_gpus_per_job:g} decides a job's GPUs)"
     node = min(gpu_nodes, key=lambda r: r.get("CPU", 1) / r["GPU"])
     memory = None if on_cluster else gpu_memory_gib
-    per_gpu, why = jobs_per_gpu(settings["jobs_per_gpu"], memory, int(node.get("CPU", 1)), int(node["GPU"]))
+    per_gpu, why = jobs_per_gpu(settings.jobs_per_gpu, memory, int(node.get("CPU", 1)), int(node["GPU"]))
     gpus = sum(int(r["GPU"]) for r in gpu_nodes)
     needed = max(1, -(-jobs // gpus))
-    if per_gpu > needed and parse_jobs_per_gpu(settings["jobs_per_gpu"]) is None:
+    if per_gpu > needed and parse_jobs_per_gpu(settings.jobs_per_gpu) is None:
         per_gpu, why = needed, f"{why}; {jobs} job(s) on {gpus} GPU(s) need no more"
     paused = ("; the others paused while one times its steps and modules (pause_while_timing)"
-              if settings.get("pause_while_timing") else "")
+              if settings.pause_while_timing else "")
     return per_gpu, (f"packing: up to {per_gpu} jobs a GPU ({why}); each times its GPU under the GPU's lease{paused}"
                      if per_gpu > 1 else f"packing: one job a GPU ({why})")
 

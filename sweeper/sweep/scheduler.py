@@ -28,6 +28,7 @@ from typing import Any
 
 from sweeper.record import Record, write_record
 from sweeper.stores import exchange
+from sweeper.stores.storage import Storage
 from sweeper.sweep import packing, pythons
 from sweeper.sweep import summary as sm
 from sweeper.sweep.control import Job, check_jobs, earlier_record, keep_earlier_log, reusable, save_hydra_files
@@ -35,6 +36,7 @@ from sweeper.sweep.executor import Executor, ResultsNotWritten, cpu_only, job_re
 from sweeper.sweep.job_process import failed_record
 from sweeper.sweep.order import JobQueue, shape_group
 from sweeper.sweep.progress import Progress
+from sweeper.sweep.settings import LauncherSettings
 from sweeper.sweep.spare_gpus import gpus_for
 
 log = logging.getLogger(__name__)
@@ -46,10 +48,9 @@ SUMMARY_EVERY_S = 2.0  # summary.json's rewrites while jobs run, at most one in 
 class Scheduler:
     """One sweep's jobs on an executor: finished ones kept, the rest started as slots free
     up, collected as they end, summary.json rewritten as they do; Ctrl-C cancels the rest.
-    `settings`: the launcher's (resume, jobs_per_gpu, num_gpus_per_job, num_cpus_per_job,
-    lend_spare_gpus, pause_while_timing), defaults filled."""
+    `settings`: the launcher's (sweeper/sweep/settings.py)."""
 
-    settings: dict
+    settings: LauncherSettings
     jobs: list[Job]
     sweep_dir: Path
     executor: Executor
@@ -70,6 +71,11 @@ class Scheduler:
     resources: dict = field(default_factory=dict)
     alone: dict[int, str] = field(default_factory=dict)  # job -> why it runs again alone on its GPU
     summary_at: float = 0.0  # when summary.json was last written
+
+    @property
+    def storage(self) -> Storage | None:
+        """The shared storage the workers keep the compile store in (storage_path), if any."""
+        return Storage.of(self.settings.storage_path)
 
     def run(self, expected=None) -> None:
         """Every job to its end. `expected(jobs, slots)`: the sweep's expected duration (a
@@ -100,7 +106,7 @@ class Scheduler:
         """The jobs to run: those without an ok record of the same overrides (resume)."""
         to_run = []
         for job in self.jobs:
-            record = reusable(job) if self.settings["resume"] else None
+            record = reusable(job) if self.settings.resume else None
             if record is None:
                 earlier = earlier_record(job)
                 kept_log = keep_earlier_log(job) if earlier and earlier.get("status") != "ok" else None
@@ -131,7 +137,7 @@ class Scheduler:
                 log.info(line)
         self.gpu_slots = int(cluster.total("GPU") // res["num_gpus"]) if res["num_gpus"] else None
         gpu_nodes = sum(1 for n in cluster.nodes if n.get("Alive") and n["Resources"].get("GPU", 0) > 0)
-        self.lend = bool(self.settings["lend_spare_gpus"]) and res["num_gpus"] == 1 and gpu_nodes == 1
+        self.lend = self.settings.lend_spare_gpus and res["num_gpus"] == 1 and gpu_nodes == 1
         tuned = {shape_group(j.spec.config) for j in self.jobs  # kept from an earlier run: their timings are in the store
                  if j.num in self.records and exchange.shares(j.spec.config)}
         self.queue = JobQueue(to_run, config=lambda j: j.spec.config, num=lambda j: j.num,
@@ -153,7 +159,7 @@ class Scheduler:
             if job is None:  # the rest wait for their group's first autotune=on job
                 return
             save_hydra_files(job)
-            spec, res, per_gpu = exchange.with_seed(job.spec), self.resources, self.jobs_per_gpu
+            spec, res, per_gpu = exchange.with_seed(job.spec, self.storage), self.resources, self.jobs_per_gpu
             if job.num in self.alone:  # ran out of GPU memory beside others: the whole GPU this time
                 res, per_gpu = {**res, "num_gpus": 1}, 1
                 self.gpus_of[job.num] = self.jobs_per_gpu

@@ -1,0 +1,165 @@
+"""Shared storage for a sweep on a cluster (hydra.launcher.storage_path): a folder every node
+sees at the same path, or object storage by URI, read and written with pyarrow's
+filesystems (local, S3 and S3-compatible servers, GCS, HDFS).
+
+Workers write each job's artifacts and the compile store here directly, and read a store
+entry from here only when their node lacks it (sweeper/stores/compile_store.py: fetch), so
+that none of it passes through the driver: only the job's record travels through Ray.
+
+Layout under the storage path:
+- `sweeps/<sweep key>/<job>/`: a job's folder (traces, module copies, tables, log), as the
+  driver's sweep folder would hold it without storage;
+- `compile_store/torch-<version>/<key hash>.bin|.json|.libs.tar.gz`: the compile store.
+
+A location a record shows is `scheme://bucket/path` (the URI's query, which says how to
+connect, left out) or, for a folder, its absolute path."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+SWEEPS = "sweeps"
+COMPILE_STORE = "compile_store"
+_CHUNK = 8 << 20
+
+
+class StorageError(Exception):
+    """The storage path cannot be used (a bad URI, no such bucket, no permission)."""
+
+
+@functools.lru_cache(maxsize=8)
+def _filesystem(uri: str):
+    """(pyarrow filesystem, root path in it) for a URI or an absolute folder; one a process."""
+    import pyarrow.fs as pafs
+
+    if "://" not in uri:
+        return pafs.LocalFileSystem(), uri.rstrip("/") or "/"
+    try:
+        fs, root = pafs.FileSystem.from_uri(uri)
+    except (ValueError, OSError) as e:
+        raise StorageError(f"storage_path={uri}: {e}") from None
+    return fs, root.rstrip("/")
+
+
+@dataclass(frozen=True)
+class Storage:
+    uri: str  # a URI with a scheme (s3://bucket/prefix?endpoint_override=...), or an absolute folder
+
+    @classmethod
+    def of(cls, path: str | None, cwd: Path | None = None) -> Storage | None:
+        """The storage of a storage_path setting (None: none); a relative folder is taken
+        from `cwd` (the driver's), since every node must see it at the same path."""
+        if not path:
+            return None
+        text = str(path)
+        if text.startswith("file://"):
+            text = text[len("file://"):]
+        if "://" not in text:
+            text = str((Path(cwd or os.getcwd()) / Path(text).expanduser()).resolve())
+        return cls(text)
+
+    @property
+    def local(self) -> bool:
+        return "://" not in self.uri
+
+    def _path(self, rel: str) -> str:
+        return f"{_filesystem(self.uri)[1]}/{rel.strip('/')}" if rel.strip("/") else _filesystem(self.uri)[1]
+
+    def location(self, rel: str = "") -> str:
+        """Where `rel` is, as a record names it."""
+        if self.local:
+            return self._path(rel)
+        scheme = self.uri.split("://", 1)[0]
+        return f"{scheme}://{self._path(rel)}"
+
+    def stat(self, rel: str) -> tuple[int, float] | None:
+        """(bytes, modification time in seconds) of a file, None when there is none."""
+        import pyarrow.fs as pafs
+
+        fs = _filesystem(self.uri)[0]
+        info = fs.get_file_info(self._path(rel))
+        if info.type != pafs.FileType.File:
+            return None
+        mtime = info.mtime.timestamp() if info.mtime is not None else 0.0
+        return int(info.size or 0), mtime
+
+    def put_file(self, local: Path, rel: str) -> int:
+        """A local file to `rel`, replacing what was there whole (a folder's copy is written
+        beside it and renamed; an object store's put is whole already); its bytes."""
+        fs = _filesystem(self.uri)[0]
+        dest = self._path(rel)
+        target = f"{dest}.{uuid.uuid4().hex[:8]}.part" if self.local else dest
+        if self.local:
+            fs.create_dir(dest.rsplit("/", 1)[0], recursive=True)
+        with open(local, "rb") as src, fs.open_output_stream(target) as out:
+            shutil.copyfileobj(src, out, _CHUNK)
+        if self.local:
+            fs.move(target, dest)
+        return Path(local).stat().st_size
+
+    def put_bytes(self, data: bytes, rel: str) -> None:
+        fs = _filesystem(self.uri)[0]
+        dest = self._path(rel)
+        if self.local:
+            fs.create_dir(dest.rsplit("/", 1)[0], recursive=True)
+            target = f"{dest}.{uuid.uuid4().hex[:8]}.part"
+            with fs.open_output_stream(target) as out:
+                out.write(data)
+            fs.move(target, dest)
+            return
+        with fs.open_output_stream(dest) as out:
+            out.write(data)
+
+    def put_tree(self, local_dir: Path, rel: str, leave_out: tuple[str, ...] = ()) -> int:
+        """Every file under `local_dir` (its top-level entries named in `leave_out` left out)
+        to `rel`, keeping the tree; its bytes."""
+        total = 0
+        for top in sorted(Path(local_dir).iterdir()):
+            if top.name in leave_out:
+                continue
+            files = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
+            for f in files:
+                total += self.put_file(f, f"{rel}/{f.relative_to(local_dir).as_posix()}")
+        return total
+
+    def get_file(self, rel: str, local: Path) -> int:
+        """`rel` into a local file (written beside it, then renamed); its bytes."""
+        fs = _filesystem(self.uri)[0]
+        local = Path(local)
+        local.parent.mkdir(parents=True, exist_ok=True)
+        tmp = local.with_name(f".{local.name}.{uuid.uuid4().hex[:8]}")
+        with fs.open_input_stream(self._path(rel)) as src, open(tmp, "wb") as out:
+            shutil.copyfileobj(src, out, _CHUNK)
+        os.replace(tmp, local)
+        return local.stat().st_size
+
+    def read_bytes(self, rel: str) -> bytes:
+        fs = _filesystem(self.uri)[0]
+        with fs.open_input_stream(self._path(rel)) as src:
+            return src.read()
+
+    def delete(self, rel: str) -> None:
+        """A file, if there is one."""
+        fs = _filesystem(self.uri)[0]
+        if self.stat(rel) is not None:
+            fs.delete_file(self._path(rel))
+
+    def problem(self) -> str | None:
+        """Why this storage cannot be used from here (a probe file written, read back and
+        removed), None if it can."""
+        probe = f".sweeper-write-check-{uuid.uuid4().hex[:8]}"
+        try:
+            self.put_bytes(b"ok", probe)
+            ok = self.read_bytes(probe) == b"ok"
+            self.delete(probe)
+        except (OSError, StorageError, ValueError) as e:
+            message = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+            return (f"hydra.launcher.storage_path={self.uri}: cannot be written and read back ({message}); give a "
+                    "folder every node sees at the same path, or an object storage URI this machine and the "
+                    "nodes have credentials for (docs/running.md, \"Storage\")")
+        return None if ok else f"hydra.launcher.storage_path={self.uri}: a file written there read back different"
