@@ -20,6 +20,32 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class GpuLeaseSpec:
+    """What the launcher tells a job of its GPU's lease (tasks/gpu_lease.py), where the GPU
+    may be shared: the lease's key (the GPU's UUID where NVML reads it, else its Ray id),
+    the jobs the GPU runs at once, the cores the job compiles on and those it adds while it
+    holds the lease (None: not packed), and whether it pauses the GPU's other jobs while it
+    times a launch-bound phase (pause_while_timing)."""
+
+    key: str
+    jobs_per_gpu: int = 1
+    cpus_shared: tuple[int, ...] | None = None
+    cpus_leased: tuple[int, ...] | None = None
+    pause_others: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> GpuLeaseSpec:
+        shared, leased = data.get("cpus_shared"), data.get("cpus_leased")
+        return cls(str(data["key"]), int(data.get("jobs_per_gpu") or 1),
+                   tuple(shared) if shared is not None else None, tuple(leased) if leased is not None else None,
+                   bool(data.get("pause_others")))
+
+
+@dataclass(frozen=True)
 class JobSpec:
     job_id: str  # the job's number in its sweep, as text
     overrides: tuple[str, ...]  # the command line's overrides that made this job
@@ -36,12 +62,14 @@ class JobSpec:
     # GPUs the job autotunes on, its own one included (sweeper/sweep/spare_gpus.py); None: 1.
     autotune_gpus: int | None = None
     # Its GPU's lease, where the GPU is shared with other jobs (tasks/gpu_lease.py).
-    gpu_lease: dict | None = None
+    gpu_lease: GpuLeaseSpec | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The spec as job.json holds it (fields left unset are left out)."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         out["overrides"] = list(self.overrides)
+        if self.gpu_lease is not None:
+            out["gpu_lease"] = self.gpu_lease.to_json()
         return {k: v for k, v in out.items() if v is not None}
 
     @classmethod
@@ -51,4 +79,6 @@ class JobSpec:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"job.json: unknown key(s) {', '.join(unknown)} (written by another sweeper version?)")
-        return cls(**{**data, "job_id": str(data["job_id"]), "overrides": tuple(data.get("overrides") or ())})
+        lease = data.get("gpu_lease")
+        return cls(**{**data, "job_id": str(data["job_id"]), "overrides": tuple(data.get("overrides") or ()),
+                      "gpu_lease": GpuLeaseSpec.from_json(lease) if lease else None})

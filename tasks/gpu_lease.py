@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.host_pause import LEASE_DIR, Pauser, safe_name, wanted
+from sweeper.job_spec import GpuLeaseSpec
 
 
 class GpuLease:
@@ -306,14 +307,14 @@ def set_process_cpus(cpus: list[int]) -> None:
             pass
 
 
-def from_spec(lease: dict | None, job_id: str) -> GpuLease | None:
+def from_spec(lease: GpuLeaseSpec | None, job_id: str) -> GpuLease | None:
     """The job's lease from its spec (the launcher's `gpu_lease`); None when the launcher gave
     the job no GPU. The job's threads go onto the shared cores first, when it is packed."""
-    if not lease:
+    if lease is None:
         return None
-    got = GpuLease(lease["key"], lease.get("dir") or LEASE_DIR, job_id, lease.get("cpus_shared"),
-                   lease.get("cpus_leased"), int(lease.get("jobs_per_gpu") or 1),
-                   os.environ.get("SWEEPER_LEASE_LOG"), bool(lease.get("pause_others")))
+    got = GpuLease(lease.key, LEASE_DIR, job_id, list(lease.cpus_shared) if lease.cpus_shared else None,
+                   list(lease.cpus_leased) if lease.cpus_leased else None, lease.jobs_per_gpu,
+                   os.environ.get("SWEEPER_LEASE_LOG"), lease.pause_others)
     if got.cpus_shared:
         set_process_cpus(got.cpus_shared)
     return got

@@ -227,7 +227,7 @@ def test_store_show_never_crashes_on_what_is_in_the_store(tmp_path):
 
 def test_what_changed_says_what_was_judged_and_what_was_not_in_one_sentence():
     """Case 3: "Nothing moved beyond its noise." then "1 jobs could not be judged"."""
-    from sweeper.reporting.report import changed_sentence
+    from sweeper.reporting.compare_sections import changed_sentence
 
     assert changed_sentence(0, 3, 1) == ("0 of 4 jobs flagged: of the 3 judged, none moved beyond its noise; "
                                          "1 could not be judged, their noise hiding any change.")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hydra_plugins.sweeper_ray._address import check_ray_address
 from hydra_plugins.sweeper_ray._reaper import watch_embedded_ray
-from sweeper.job_spec import JobSpec
+from sweeper.job_spec import GpuLeaseSpec, JobSpec
 from sweeper.stores import compile_store
 from sweeper.sweep.settings import LauncherSettings, settings_of
 from sweeper.sweep.validate import SweepConfigError, stop_on_problem
@@ -166,7 +166,7 @@ def cpu_siblings(cpus: list[int]) -> dict[int, tuple[int, ...]]:
     return out
 
 
-def gpu_lease(jobs_per_gpu: int, pause: bool = False) -> dict | None:
+def lease_spec(jobs_per_gpu: int, pause: bool = False) -> GpuLeaseSpec | None:
     """The lease of the GPU Ray gave this job (tasks/gpu_lease.py): its key (the GPU's UUID
     where NVML reads it, else its Ray id) and, when the GPU is packed, the cores the job
     compiles on and those it adds while it holds the lease, and whether it pauses the GPU's
@@ -180,28 +180,27 @@ def gpu_lease(jobs_per_gpu: int, pause: bool = False) -> dict | None:
     ids = [str(g) for g in ray.get_gpu_ids()]
     if not ids:
         return None
-    lease = {"key": nvml_uuid(ids[0]) or f"gpu{ids[0]}", "jobs_per_gpu": jobs_per_gpu,
-             "cpus_shared": None, "cpus_leased": None, "pause_others": bool(pause)}
-    if jobs_per_gpu > 1:
-        cpus = sorted(os.sched_getaffinity(0))
-        siblings, gpus = cpu_siblings(cpus), max(1, node_gpus())
-        index = int(ids[0]) if ids[0].isdigit() and int(ids[0]) < gpus else 0
-        shared = packing.shared_cpus(cpus, siblings, gpus)
-        lease["cpus_shared"] = shared
-        lease["cpus_leased"] = sorted(set(shared) | set(packing.launch_cpus(cpus, siblings, index)))
-    return lease
+    key = nvml_uuid(ids[0]) or f"gpu{ids[0]}"
+    if jobs_per_gpu <= 1:
+        return GpuLeaseSpec(key, jobs_per_gpu, pause_others=bool(pause))
+    cpus = sorted(os.sched_getaffinity(0))
+    siblings, gpus = cpu_siblings(cpus), max(1, node_gpus())
+    index = int(ids[0]) if ids[0].isdigit() and int(ids[0]) < gpus else 0
+    shared = packing.shared_cpus(cpus, siblings, gpus)
+    leased = sorted(set(shared) | set(packing.launch_cpus(cpus, siblings, index)))
+    return GpuLeaseSpec(key, jobs_per_gpu, tuple(shared), tuple(leased), bool(pause))
 
 
-def set_compile_threads(setting: str, lease: dict | None) -> None:
+def set_compile_threads(setting: str, lease: GpuLeaseSpec | None) -> None:
     """TORCHINDUCTOR_COMPILE_THREADS for the job (an explicit one wins): see the launcher's
     compile_threads setting (_config.py)."""
     from sweeper.sweep import packing
 
     if "TORCHINDUCTOR_COMPILE_THREADS" in os.environ:
         return
-    per_gpu = int((lease or {}).get("jobs_per_gpu") or 1)
-    if setting == "auto" and lease and lease.get("cpus_shared") and per_gpu > 1:
-        threads = packing.compile_threads(len(lease["cpus_shared"]), max(1, node_gpus()), per_gpu)
+    per_gpu = lease.jobs_per_gpu if lease else 1
+    if setting == "auto" and lease and lease.cpus_shared and per_gpu > 1:
+        threads = packing.compile_threads(len(lease.cpus_shared), max(1, node_gpus()), per_gpu)
     elif setting == "share":
         threads = compile_threads_share(per_gpu)
     else:
@@ -221,7 +220,7 @@ def run_in_worker(spec: JobSpec, scratch_job_dir: str, timeout_s: float | None,
     from hydra_plugins.sweeper_ray import _results
     from sweeper.sweep.job_process import progress_printer, run_job_process
 
-    lease = gpu_lease(jobs_per_gpu, pause_while_timing)
+    lease = lease_spec(jobs_per_gpu, pause_while_timing)
     if lease is not None:
         spec = dataclasses.replace(spec, gpu_lease=lease)
     set_compile_threads(compile_threads, lease)

@@ -155,10 +155,10 @@ def run_job_process(
 
 def _watchdog(spec: JobSpec, pid: int) -> Watchdog | None:
     """The watch over a packed job's pauses, None for a job that no other job pauses."""
-    lease = spec.gpu_lease or {}
-    if not wanted(bool(lease.get("pause_others")), int(lease.get("jobs_per_gpu") or 1)):
+    lease = spec.gpu_lease
+    if lease is None or not wanted(lease.pause_others, lease.jobs_per_gpu):
         return None
-    return Watchdog(lease.get("dir") or LEASE_DIR, safe_name(lease["key"]), pid)
+    return Watchdog(LEASE_DIR, safe_name(lease.key), pid)
 
 
 def _log_if_removed(log, log_path: Path) -> bytes | None:
