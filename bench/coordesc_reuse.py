@@ -3,8 +3,8 @@
 The autotune store seeds a job's Inductor cache with the `.best_config` files an earlier
 job's coordinate descent wrote (sweeper/stores/autotune_store.py). Inductor should then not tune
 those kernels again; on torch 2.11 it does, because the config's `found_by_coordesc` mark
-is lost on its way back from a compile worker (tasks/inductor_internals.py:
-reuse_tuned_configs). This compiles one small graph of reductions and pointwise kernels
+is lost on its way back from a compile worker (tasks/torch_internals/tuned_launch.py:
+reused_tuned_configs). This compiles one small graph of reductions and pointwise kernels
 with max-autotune (coordinate descent on, no mm, so no templates), three times, each in a
 fresh process with a fresh Inductor cache (no FX-graph cache hit, every kernel compiled
 in the compile workers, as in a job, once the worker pool is up; `--in-parent` compiles in
@@ -40,11 +40,13 @@ def child(seed_file: str, reuse: bool, in_parent: bool, out_file: str) -> None:
     """One compile in this process (TORCHINDUCTOR_CACHE_DIR set by the parent)."""
     sys.path.insert(0, str(ROOT))
     cache = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
-    from tasks import inductor_internals as inductor
+    from tasks.torch_internals import compile_cache, kernel_configs, probes
+    from tasks.torch_internals.tuned_launch import TunedLaunch, reused_tuned_configs
 
-    seeded = inductor.put_tuned_configs(cache, json.loads(Path(seed_file).read_text())) if seed_file else 0
-    installed = inductor.reuse_tuned_configs() if reuse else False
-    workers = False if in_parent else inductor.start_compile_workers()
+    seeded = kernel_configs.put_tuned_configs(cache, json.loads(Path(seed_file).read_text())) if seed_file else 0
+    tuned = reused_tuned_configs().__enter__() if reuse else TunedLaunch()  # for the process's life
+    installed = tuned.installed
+    workers = False if in_parent else compile_cache.start_compile_workers()
     import torch
     from torch._dynamo.utils import counters
 
@@ -63,13 +65,13 @@ def child(seed_file: str, reuse: bool, in_parent: bool, out_file: str) -> None:
         sums += [float(t.double().sum()) for t in compiled(x, w)]
     torch.cuda.synchronize()
     compile_s = time.time() - t0
-    coordesc_s = sum(sum(v) for k, v in inductor.compile_metrics().items() if k == "CachingAutotuner.coordinate_descent_tuning")
+    coordesc_s = sum(sum(v) for k, v in probes.compile_metrics().items() if k == "CachingAutotuner.coordinate_descent_tuning")
     Path(out_file).write_text(json.dumps({
         "seeded_files": seeded, "reuse_installed": installed, "compile_s": round(compile_s, 2),
         "coordesc_s": round(coordesc_s, 2), "coordesc_benchmarks": counters["inductor"]["coordesc_tuning_bench"],
-        "cache_hits": inductor.kernel_config_hits(), "reused": inductor.tuned_configs_reused() or 0,
-        "compile_threads": inductor.inductor_config().compile_threads, "in_workers": workers, "sums": sums,
-        "configs": inductor.tuned_configs(cache)}))
+        "cache_hits": probes.kernel_config_hits(), "reused": tuned.reused,
+        "compile_threads": probes.inductor_config().compile_threads, "in_workers": workers, "sums": sums,
+        "configs": kernel_configs.tuned_configs(cache)}))
 
 
 def run(name: str, work: Path, seed: Path | None, reuse: bool, in_parent: bool) -> dict:

@@ -31,6 +31,9 @@
 #          bench/results/headline/.
 #   headline_model  the same for one of its models (MODEL, default mixnet_l): python -m
 #          sweeper model=$MODEL autotune=on,off, cold then again.
+#   data_path  bench/data_path.py: resnet18 inference, autotune on and off, two jobs a GPU, cold
+#          then warm, without and with a storage folder (storage_path): the bytes through the
+#          driver, where each warm job's compile came from; results: bench/results/data_path/.
 #   roofline  bench/roofs_check.py (the matmul peak per dtype and the copy bandwidth against the
 #          datasheet, and their reuse), then mixnet_l b128 and densenet121 b16 training with
 #          autotune off ($MODELS), cut at $SWEEP_S seconds (420), and bench/roofline_check.py:
@@ -377,6 +380,24 @@ roofline() {
 }
 store_rerun() { twice model=resnet18 mode=inference batch_size=32 autotune=on,off cudagraphs=off,on; }
 
+# bench/data_path.py on the GPU: resnet18 b32 inference ($MODEL), autotune on and off, two
+# jobs a GPU, cold then warm from the compile store, with the driver's disk and with a
+# storage folder (hydra.launcher.storage_path); the stores and scratch folders left out of
+# the bundle, the records kept.
+data_path() {
+  rm -rf ~/.cache/sweeper/autotune ~/.cache/sweeper/compile "$S/data_path"
+  local t0=$(date +%s)
+  python3 bench/data_path.py --model "${MODEL:-resnet18}" --no-tiny --set mode=inference --set batch_size=32 \
+    --set autotune=on,off --set hydra.launcher.jobs_per_gpu=2 --set measure.microbench=false \
+    --keep "$S/data_path" --out "$S/data_path.md" > "$S/data_path.log" 2>&1
+  log "data_path rc=$? wall_s=$(( $(date +%s) - t0 ))"
+  rm -rf "$S"/data_path/*/compile_store "$S"/data_path/*/autotune_store "$S"/data_path/*/scratch \
+    "$S"/data_path/storage/storage/compile_store
+  drop_traces "$S/data_path"
+  machine_info
+  bundle
+}
+
 # One sweep with nvidia-smi's utilization read every second while it runs, after its dry
 # run: smi_run NAME END OVERRIDES... (the command is python3 -m sweeper OVERRIDES; END as
 # run_until's); its folder is $S/NAME.
@@ -433,7 +454,7 @@ packing() {
 machine_info
 log "start ${1:-}"
 case "${1:-}" in
-  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline) "$1" ;;
-  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline" >&2; exit 2 ;;
+  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline|data_path) "$1" ;;
+  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline|data_path" >&2; exit 2 ;;
 esac
 log ALLDONE

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sweeper.autotune_info import AutotuneStoreInfo
 from tasks import job_stores
-from tasks import inductor_internals as inductor
+from tasks.torch_internals import probes
 
 
 def interval_s() -> float:
@@ -64,7 +64,7 @@ class AutotuneCheckpoint:
         with self._lock:
             if self._stop.is_set():
                 return None
-            hits = inductor.kernel_config_hits()  # a seeded job's progress shows as hits, not as new files
+            hits = probes.kernel_config_hits()  # a seeded job's progress shows as hits, not as new files
             now = (_fingerprint(self.cache), hits)
             if not force and now == self._seen:
                 return None

@@ -49,9 +49,9 @@ def host_id() -> dict:
         pass
     compiler = ""
     try:
-        from torch._inductor.cpp_builder import get_cpp_compiler
+        from tasks.torch_internals.probes import cpp_compiler
 
-        compiler = subprocess.run([get_cpp_compiler(), "--version"], capture_output=True, text=True,
+        compiler = subprocess.run([cpp_compiler(), "--version"], capture_output=True, text=True,
                                   timeout=30).stdout.splitlines()[0]
     except Exception:  # noqa: BLE001 - no compiler found: the id says so, and matches no other host
         compiler = "unknown"

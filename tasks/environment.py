@@ -66,9 +66,9 @@ def describe(device: str) -> dict:
 def _compile_threads() -> int | None:
     """Inductor's compile worker count in this process (TORCHINDUCTOR_COMPILE_THREADS or its default)."""
     try:
-        import torch._inductor.config as inductor_config
+        from tasks.torch_internals.probes import inductor_config
 
-        threads = inductor_config.compile_threads
+        threads = inductor_config().compile_threads
         return None if threads is None else int(threads)
     except Exception:  # noqa: BLE001 - a description, never a failure
         return None

@@ -11,7 +11,7 @@ The lease is an exclusive flock on a node-local file named after the GPU (its UU
 
 Within one job the lease is re-entrant, for all its threads (a phase that holds it may call
 Inductor's benchmarks, which take it too, some from helper threads:
-inductor_internals.lease_benchmarks).
+torch_internals/benchmark_lease.leased_benchmarks).
 
 Who goes first: a compile's benchmark is short and the compile waits on it, while a job's
 timed phases hold the lease for 30 s or more; on an H200 compiles beside each other waited
@@ -189,7 +189,7 @@ class GpuLease:
             self.release()
 
     def benchmark_hold(self):
-        """The context Inductor's benchmarks run in (inductor_internals.lease_benchmarks)."""
+        """The context Inductor's benchmarks run in (torch_internals/benchmark_lease.leased_benchmarks)."""
         return self.hold("benchmark")
 
     # --- phase by phase (tasks/job.py) --------------------------------------------------

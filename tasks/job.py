@@ -83,8 +83,8 @@ class PhaseClock:
     every minute after (SWEEPER_HEARTBEAT_S sets the first interval), so that no phase of
     more than ten seconds looks hung (a compile says how many choices it autotuned)."""
 
-    def __init__(self, record: Record, gc_watch: GcWatch, host: HostLoad, lease=None) -> None:
-        self.record, self.gc_watch, self.host, self.lease = record, gc_watch, host, lease
+    def __init__(self, record: Record, gc_watch: GcWatch, host: HostLoad, lease=None, ctx: JobContext | None = None) -> None:
+        self.record, self.gc_watch, self.host, self.lease, self.ctx = record, gc_watch, host, lease, ctx
         self.started = time.time()
         host.enter(record["phase"])
         self._lock, self._stop = threading.Lock(), threading.Event()
@@ -112,7 +112,8 @@ class PhaseClock:
                 seen, next_at = phase, first
             if took >= next_at:
                 waiting = self.lease.waiting_line() if self.lease is not None else None
-                line = heartbeat_line(phase, took, self.record["timings"].get("autotune_store"))
+                line = heartbeat_line(phase, took, self.record["timings"].get("autotune_store"),
+                                      self.ctx.tuned if self.ctx is not None else None)
                 say(f"{line}; {waiting}" if waiting else line)
                 next_at += first if next_at < 60 else 60.0
 
@@ -125,8 +126,8 @@ def run(spec: JobSpec, job_dir: Path) -> Record:
         record["artifacts"]["cache"] = str(Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]).parent)
     lease = gpu_lease.from_spec(spec.gpu_lease, spec.job_id)
     gc_watch, host = GcWatch().install(), HostLoad()
-    clock = PhaseClock(record, gc_watch, host, lease)
     ctx = JobContext(spec, job_dir, record, lease=lease)
+    clock = PhaseClock(record, gc_watch, host, lease, ctx)
     try:
         for phase in PHASES:
             if phase.when(ctx):
@@ -153,6 +154,7 @@ def run(spec: JobSpec, job_dir: Path) -> Record:
         if ctx.checkpoint is not None:
             _keep_partial_entries(ctx)
         ctx.stack.close()
+        ctx.patches.close()  # torch as it was: what the phases patched, put back
         gc_watch.uninstall()
         record["timings"]["gc"] = gc_watch.report()
         host.enter("end")

@@ -26,7 +26,7 @@ from sweeper.record import atomic_write_bytes, atomic_write_text
 from sweeper.stores import autotune_store as at
 from sweeper.stores import compile_store as cs
 from tasks import cpu_libraries
-from tasks import inductor_internals as inductor
+from tasks.torch_internals import compile_cache, kernel_configs
 
 
 def _job_files(inductor_cache: Path) -> Path:
@@ -66,8 +66,8 @@ def seed_autotune(seed: dict, inductor_cache: Path, torch_version: str, system: 
         if name == system and doc.get("kernel_configs"):  # a kernel's config fits only the GPU it was tuned on
             configs = {k: v for k, v in doc["kernel_configs"].items()
                        if coordinate_descent or not _by_coordinate_descent(v)}
-            out["seeded_kernel_configs"] = inductor.put_tuned_configs(inductor_cache, configs)
-            out["seeded_kernel_codes"] = inductor.put_code_index(inductor_cache, configs, doc.get("kernel_code") or {})
+            out["seeded_kernel_configs"] = kernel_configs.put_tuned_configs(inductor_cache, configs)
+            out["seeded_kernel_codes"] = kernel_configs.put_code_index(inductor_cache, configs, doc.get("kernel_code") or {})
     return out
 
 
@@ -82,11 +82,11 @@ def autotune_documents(inductor_cache: Path, system: str | None) -> dict[str, di
             continue
         if doc.get("cache"):
             systems[f.name] = {"system": doc.get("system"), "cache": doc["cache"]}
-    configs = inductor.tuned_configs(inductor_cache) if Path(inductor_cache).is_dir() else {}
+    configs = kernel_configs.tuned_configs(inductor_cache) if Path(inductor_cache).is_dir() else {}
     if configs and system:
         mine = systems.setdefault(system, {"system": None, "cache": {}})
         mine["kernel_configs"] = configs
-        mine["kernel_code"] = inductor.kernel_code_keys(inductor_cache)
+        mine["kernel_code"] = kernel_configs.kernel_code_keys(inductor_cache)
     return systems
 
 
@@ -125,7 +125,7 @@ def write_autotune_entries(job_dir: Path, inductor_cache: Path, torch_version: s
 
 def seed_compile(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_version: str) -> dict:
     """Job, before it compiles: load the earlier run's blob into this process's caches, and
-    its kernels' tuned configs over what the blob put there (inductor.tuned_configs says
+    its kernels' tuned configs over what the blob put there (kernel_configs.tuned_configs says
     why). Returns what the record keeps (timings.compile_store). The seed's files are the
     job's input only: removed however it ends, so that they do not come back with the job's folder."""
     try:
@@ -149,12 +149,12 @@ def _seed_compile(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_
         return out
     data = path.read_bytes()
     try:
-        out["loaded"] = inductor.load_cache_artifacts(data) or None
+        out["loaded"] = compile_cache.load_cache_artifacts(data) or None
     except Exception as e:  # noqa: BLE001 - a blob that does not load costs a cold compile, never the job
         out["notes"].append(f"the stored compile did not load ({type(e).__name__}: {e}): compiling cold")
     else:
         if out["loaded"]:
-            out["tuned_configs"] = inductor.put_tuned_configs(inductor_cache, meta.get("tuned_configs") or {})
+            out["tuned_configs"] = kernel_configs.put_tuned_configs(inductor_cache, meta.get("tuned_configs") or {})
         else:  # torch warns in the job's log (a corrupt or foreign blob) and loads nothing
             out["notes"].append(f"the stored compile {seed.get('store')} held nothing this torch could load "
                                 "(the job's log says why): compiling cold")
@@ -189,12 +189,12 @@ def write_compile_blob(job_dir: Path, inductor_cache: Path, torch_version: str, 
     """Job, once every compile is done: its blob (BLOB) and what it holds (META, with its
     kernels' tuned configs) into its folder, for the driver; returns its size in bytes (0:
     nothing was compiled)."""
-    got = inductor.save_cache_artifacts()
+    got = compile_cache.save_cache_artifacts()
     if not got or not got[0]:
         return 0
     data, kinds = got
     meta: dict[str, Any] = {"torch": torch_version, "gpu": gpu, "kinds": kinds, "bytes": len(data),
-                            "cold_compile_s": cold_compile_s, "tuned_configs": inductor.tuned_configs(inductor_cache)}
+                            "cold_compile_s": cold_compile_s, "tuned_configs": kernel_configs.tuned_configs(inductor_cache)}
     if gpu is None:  # a CPU job: its C++ kernels' libraries, which the blob does not carry
         libs, files = cpu_libraries.pack(inductor_cache)
         if files:

@@ -30,7 +30,8 @@ from pathlib import Path
 import torch
 
 from sweeper.analysis import kernels as mb
-from tasks.inductor_internals import benchmark_gpu, config_key, raw_stream
+from tasks.torch_internals.kernel_configs import config_key
+from tasks.torch_internals.probes import benchmark_gpu, raw_stream
 
 
 def peak_bandwidth_gbps() -> float:
@@ -279,7 +280,7 @@ def kernel_files(modules) -> dict[str, str]:
     microbenchmark of such a warm job failed so, bench/results/headline/README.md). Where
     that fails the path stays as named, and the kernel's row says why it was not timed."""
     from sweeper.analysis.module_source import kernel_sources
-    from tasks.inductor_internals import write_kernel_file
+    from tasks.torch_internals.compile_cache import write_kernel_file
 
     out = {}
     for path, kernels in _module_kernels(modules):

@@ -16,14 +16,16 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from sweeper.analysis.breakdown import spread
 from sweeper.job_spec import JobSpec
 from sweeper.record import PHASE_MARK, Record, compiled_warm, ran_config
 from sweeper.stores import autotune_store, compile_store
 from tasks import cpu_libraries, job_stores
-from tasks import inductor_internals as inductor
+from tasks.torch_internals import compile_cache, probes
+from tasks.torch_internals.benchmark_lease import LeasedBenchmarks, leased_benchmarks, on_template_autotuned
+from tasks.torch_internals.tuned_launch import TunedLaunch, reused_tuned_configs
 from tasks.modules_profile import ModuleRun
 
 if TYPE_CHECKING:  # for the annotations only: each phase imports what it uses (torch among them) when it runs
@@ -89,7 +91,10 @@ class JobContext:
     capture: ModuleCapture | None = None  # compile_step: the compiled modules
     real_inputs: InputCapture | None = None  # warmup, until time_modules
     modules: list[ModuleRun] = field(default_factory=list)
-    stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)  # closed at the end of warmup
+    patches: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)  # torch patched until the job ends
+    benchmarks: LeasedBenchmarks | None = None  # setup: Inductor's benchmarks under the GPU lease
+    tuned: TunedLaunch | None = None  # compile_step: kernels launched with an earlier run's tuned config
     checkpoint: AutotuneCheckpoint | None = None  # while an autotune=on job compiles
     lease: GpuLease | None = None  # held for whatever the job times on its GPU
     microbench_ready: dict[str, Prepared] | None = None  # kernel name -> readied, between the two microbench phases
@@ -158,8 +163,9 @@ def setup(ctx: JobContext) -> None:
     check_model_name(cfg["model"])
     _set_inductor_options(ctx)
     if ctx.lease is not None:  # Inductor's own benchmarks, while compiling, time under the lease too
-        ctx.record["resolved"]["leased_benchmarks"] = inductor.lease_benchmarks(
-            ctx.lease.benchmark_hold, subprocess=ctx.autotune_gpus <= 1)
+        ctx.benchmarks = ctx.patches.enter_context(leased_benchmarks(ctx.lease.benchmark_hold,
+                                                                     subprocess=ctx.autotune_gpus <= 1))
+        ctx.record["resolved"]["leased_benchmarks"] = ctx.benchmarks.wrapped
     ctx.amp_dtype = amp_dtype = resolve_amp_dtype(cfg["amp"], cfg["amp_dtype"], device)
     mode = compile_mode(cfg["autotune"], cfg["cudagraphs"])
     resolved = ctx.record["resolved"]  # beside the config as asked (docs/result-schema.md)
@@ -167,14 +173,14 @@ def setup(ctx: JobContext) -> None:
     resolved["batch_size"] = cfg["batch_size"] or default_batch_size(cfg["model"], device)
     resolved["amp_dtype"] = str(amp_dtype).replace("torch.", "") if amp_dtype else None
     resolved["compile_mode"] = mode
-    resolved["inductor_options"] = inductor.mode_options(mode)
+    resolved["inductor_options"] = probes.mode_options(mode)
     resolved["optimizer_step_compiled"] = False
     say(f"model={cfg['model']} device={device} batch={resolved['batch_size']} "
         f"mode={cfg['mode']} compile_mode={mode}")
 
 
 def _set_inductor_options(ctx: JobContext) -> None:
-    config = inductor.inductor_config()
+    config = probes.inductor_config()
     config.benchmark_kernel = True  # get_args() and kernel harnesses in the module files
     config.triton.unique_kernel_names = True  # triton_poi_/red_/per_ names
     config.cpp.enable_kernel_profile = True  # C++ kernels in CPU traces
@@ -238,11 +244,10 @@ def compile_step(ctx: JobContext) -> None:
         ctx.timings["compile_store"] = got
         if got["loaded"]:
             say(f"compile store {got['store']}: an earlier run's compile of this job ({got['bytes'] / 1e6:.1f} MB) loaded")
-    probes = _host_probes(cpu_libraries.probes_into)  # the host's instruction-set probes, not run again
-    inductor.reset_dynamo()
+    isa_probes = _host_probes(cpu_libraries.probes_into)  # the host's instruction-set probes, not run again
+    compile_cache.reset_dynamo()
     # a kernel whose coordinate-descent config is cached (seeded, or a loaded compile's) uses it
-    ctx.timings["tuned_configs_reused"] = 0 if inductor.reuse_tuned_configs() else None
-    reused_before, renamed_before = inductor.tuned_configs_reused(), inductor.tuned_configs_renamed()
+    tuned = ctx.tuned = ctx.patches.enter_context(reused_tuned_configs())
     mode = ctx.record["resolved"]["compile_mode"]
     workload = made(ctx.workload, "the workload")
     compiled = torch.compile(workload.forward_fn(), mode=None if mode == "default" else mode)
@@ -261,14 +266,14 @@ def compile_step(ctx: JobContext) -> None:
     synchronize(ctx.device)
     ctx.timings["compile_s"] = round(time.time() - t0, 3)
     kept = _host_probes(cpu_libraries.keep_probes)
-    if probes or kept:  # a job with C++ kernels: how many probes it was given, how many it left the host
-        ctx.timings["cpu_isa_probes"] = {"from_host": probes, "kept": kept, "folder": str(cpu_libraries.PROBES)}
-    ctx.timings["compile_split_s"] = inductor.compile_split(ctx.timings["compile_s"])
-    ctx.timings["compile_timers"] = inductor.compile_timers()
-    ctx.timings["compile_cache"] = inductor.compile_cache_counters()
-    if ctx.timings["tuned_configs_reused"] is not None:  # installed: the counts are numbers, before and now
-        ctx.timings["tuned_configs_reused"] = (inductor.tuned_configs_reused() or 0) - (reused_before or 0)
-        ctx.timings["tuned_configs_renamed"] = (inductor.tuned_configs_renamed() or 0) - (renamed_before or 0)
+    if isa_probes or kept:  # a job with C++ kernels: how many probes it was given, how many it left the host
+        ctx.timings["cpu_isa_probes"] = {"from_host": isa_probes, "kept": kept, "folder": str(cpu_libraries.PROBES)}
+    ctx.timings["compile_split_s"] = probes.compile_split(ctx.timings["compile_s"])
+    ctx.timings["compile_timers"] = probes.compile_timers()
+    ctx.timings["compile_cache"] = probes.compile_cache_counters()
+    ctx.timings["tuned_configs_reused"] = tuned.reused if tuned.installed else None
+    if tuned.installed:
+        ctx.timings["tuned_configs_renamed"] = tuned.renamed
     _note_compile_benchmarks(ctx)
 
 
@@ -276,7 +281,9 @@ def _note_compile_benchmarks(ctx: JobContext) -> None:
     """What the compile benchmarked (its kernels' configs at their first launch, under the GPU
     lease), into the record; said when the compile came from the store, where it should be
     nothing: the reasons say why a kernel did not take its cold run's pick."""
-    got = inductor.compile_benchmarks()
+    tuned = ctx.tuned or TunedLaunch()
+    got: dict[str, Any] = {"by_caller": dict(ctx.benchmarks.by_caller) if ctx.benchmarks else {},
+           "not_reused": dict(tuned.not_reused), "kernels": list(tuned.kernels)}
     if not (got["by_caller"] or got["not_reused"]):
         return
     ctx.timings["compile_benchmarks"] = got
@@ -310,10 +317,10 @@ def warmup(ctx: JobContext) -> None:
         checkpoint = made(ctx.checkpoint, "the autotune checkpoint")
         checkpoint.stop()
         store = ctx.timings["autotune_store"]
-        store.update(job_stores.write_autotune_entries(ctx.job_dir, inductor_cache(), torch_version(), inductor.system_hash()),
-                     partial=False, checkpoints=checkpoint.writes, kernel_config_hits=inductor.kernel_config_hits())
+        store.update(job_stores.write_autotune_entries(ctx.job_dir, inductor_cache(), torch_version(), probes.system_hash()),
+                     partial=False, checkpoints=checkpoint.writes, kernel_config_hits=probes.kernel_config_hits())
     if ctx.cfg.get("autotune"):
-        ctx.record["autotune_decisions"] = job_stores.autotune_decisions(inductor_cache(), inductor.system_hash(),
+        ctx.record["autotune_decisions"] = job_stores.autotune_decisions(inductor_cache(), probes.system_hash(),
                                                                         ctx.spec.autotune_seed)
     if compile_store.shared_by(ctx.cfg):  # every graph is compiled by now: the job's compile goes back too
         store = ctx.timings.setdefault("compile_store", {})
@@ -340,9 +347,9 @@ def seed_autotune_store(ctx: JobContext) -> None:
 
     seed = ctx.spec.autotune_seed or {"notes": ["no store entries came with the job (not started by the launcher)"]}
     mode = ctx.record["resolved"]["compile_mode"]
-    coordesc = bool(inductor.mode_options(mode).get("coordinate_descent_tuning")
-                    or inductor.inductor_config().coordinate_descent_tuning)
-    system = inductor.system_hash()
+    coordesc = bool(probes.mode_options(mode).get("coordinate_descent_tuning")
+                    or probes.inductor_config().coordinate_descent_tuning)
+    system = probes.system_hash()
     got = job_stores.seed_autotune(seed, inductor_cache(), torch.__version__, system, coordesc)
     attempts = ctx.spec.earlier_attempts
     if attempts:  # this job was stopped before: the record sets what those runs gave beside this one
@@ -373,7 +380,7 @@ def torch_version() -> str:
 
 def compiled_anything() -> bool:
     """Whether some graph of this process so far missed Inductor's caches (was compiled here)."""
-    counts = inductor.compile_cache_counters()
+    counts = probes.compile_cache_counters()
     return bool(counts["fxgraph_misses"] or counts["autograd_misses"])
 
 
@@ -436,15 +443,16 @@ def accuracy(ctx: JobContext) -> None:
         torch.cuda.empty_cache()
 
 
-def heartbeat_line(phase: str, seconds: float, store: dict | None = None) -> str:
+def heartbeat_line(phase: str, seconds: float, store: dict | None = None, tuned: TunedLaunch | None = None) -> str:
     """What a phase that runs long says it is doing (tasks/job.PhaseClock's heartbeat);
-    `store`: the record's timings.autotune_store, for what came from the store."""
+    `store`: the record's timings.autotune_store, for what came from the store; `tuned`:
+    the kernels launched with a stored config so far."""
     if phase == "compile":
-        chosen = inductor.autotuned_ops()  # max-autotune's progress; none without it
-        seeded = _from_store(store)
+        chosen = probes.autotuned_ops()  # max-autotune's progress; none without it
+        seeded = _from_store(store, tuned)
         if not chosen:
             return f"still compiling: {seconds:.0f} s" + (f" ({seeded})" if seeded else "")
-        split = inductor.compile_split(seconds)  # where the autotuning went so far
+        split = probes.compile_split(seconds)  # where the autotuning went so far
         parts = ", ".join(f"{k[:-2].replace('_', ' ')} {v:.0f} s" for k, v in split.items()
                           if k.endswith("_s") and k != "rest_s" and v >= 1)
         # an op (an mm or convolution of given shapes) times 10 to 22 choices (docs/findings.md)
@@ -453,9 +461,9 @@ def heartbeat_line(phase: str, seconds: float, store: dict | None = None) -> str
     return f"still in phase {phase}: {seconds:.0f} s"
 
 
-def _from_store(store: dict | None) -> str:
+def _from_store(store: dict | None, tuned: TunedLaunch | None) -> str:
     """"from the store: 39 ops, 120 kernel configs; 50 kernels launched with them so far,
-    not tuned again", or "" when nothing came. The count is reuse_tuned_configs()'s: Inductor's
+    not tuned again", or "" when nothing came. The count is reused_tuned_configs()'s: Inductor's
     own count of autotune-cache hits is no measure of it, since a kernel compiled in a
     worker reads its own fresh file again when coordinate descent reloads it (on the H200,
     3 hits in a small graph's cold run with nothing seeded, bench/results/coordesc_reuse/;
@@ -463,9 +471,8 @@ def _from_store(store: dict | None) -> str:
     if not store or not (store.get("seeded_ops") or store.get("seeded_kernel_configs")):
         return ""
     text = f"from the store: {store['seeded_ops']} ops, {store.get('seeded_kernel_configs', 0)} kernel configs"
-    reused = inductor.tuned_configs_reused()
-    if store.get("seeded_kernel_configs") and reused is not None:
-        text += f"; {reused} kernels launched with them so far, not tuned again"
+    if store.get("seeded_kernel_configs") and tuned is not None and tuned.installed:
+        text += f"; {tuned.reused} kernels launched with them so far, not tuned again"
     return text
 
 
@@ -483,7 +490,7 @@ def _inject_fault(fault: str | None, ctx: JobContext) -> None:
             say(f"stalling mid-compile after autotuning {op} (debug_fault)")
             time.sleep(10**6)
 
-        inductor.on_template_autotuned(stall)
+        on_template_autotuned(stall)
         return
     if fault == "oom_when_packed":  # out of GPU memory while sharing the GPU, fine alone (the launcher re-runs it)
         if ctx.lease is not None and ctx.lease.jobs_per_gpu > 1:

@@ -19,7 +19,7 @@ from sweeper.reporting.tables import compile_state, cpp_builds
 from sweeper.stores import exchange
 from sweeper.stores import compile_store as cs
 from tasks import cpu_libraries, job_stores
-from tasks import inductor_internals
+from tasks.torch_internals import kernel_configs
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["model=test_resnet", "image_size=32", "measure.timed_steps=2", "measure.warmup_steps=1",
@@ -257,12 +257,12 @@ def test_tuned_configs_round_trip_and_stay_inside_the_cache(tmp_path):
     (src / "ab").mkdir(parents=True)
     (src / "ab" / "k1.best_config").write_text('{"XBLOCK": 128, "num_warps": 4, "found_by_coordesc": true}')
     (src / "ab" / "k1.py").write_text("# a kernel, not a config")
-    files = inductor_internals.tuned_configs(src)
+    files = kernel_configs.tuned_configs(src)
     assert files == {"ab/k1.best_config": '{"XBLOCK": 128, "num_warps": 4, "found_by_coordesc": true}'}
     dst = tmp_path / "dst"
     (dst / "ab").mkdir(parents=True)
     (dst / "ab" / "k1.best_config").write_text('{"XBLOCK": 64, "found_by_coordesc": false}')  # as a blob left it
-    assert inductor_internals.put_tuned_configs(dst, {**files, "../evil.best_config": "x", "ab/k.py": "x"}) == 1
+    assert kernel_configs.put_tuned_configs(dst, {**files, "../evil.best_config": "x", "ab/k.py": "x"}) == 1
     assert (dst / "ab" / "k1.best_config").read_text() == files["ab/k1.best_config"]
     assert not (tmp_path / "evil.best_config").exists() and not (dst / "ab" / "k.py").exists()
 

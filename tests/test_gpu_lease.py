@@ -186,21 +186,26 @@ def test_the_holder_adds_its_launch_cores_and_gives_them_back(tmp_path):
 
 
 def test_inductor_benchmarks_take_the_lease(tmp_path):
-    """Inductor's own benchmarker, hooked (tasks/inductor_internals.lease_benchmarks), holds
-    the lease for each benchmark: here its CPU path, on this machine."""
+    """Inductor's own benchmarker, hooked (tasks/torch_internals/benchmark_lease.py:
+    leased_benchmarks), holds the lease for each benchmark while inside, and is put back on
+    leaving: here its CPU path, on this machine."""
     code = """
 import sys, json
 from tasks.gpu_lease import GpuLease
-from tasks import inductor_internals as inductor
+from tasks.torch_internals.benchmark_lease import leased_benchmarks
 import torch
 lease = GpuLease("GPU-test", sys.argv[1], "0")
-wrapped = inductor.lease_benchmarks(lease.benchmark_hold)
-from torch._inductor.runtime.benchmarking import benchmarker
+from torch._inductor.runtime.benchmarking import Benchmarker, benchmarker
+own = Benchmarker.__dict__["benchmark"]
 x = torch.randn(64, 64)
 def time_mm():
     return benchmarker.benchmark(torch.mm, (x, x), {})
-ms = time_mm()
-print(json.dumps({"wrapped": wrapped, "report": lease.report(), "ms": ms, "benchmarks": inductor.compile_benchmarks()}))
+with leased_benchmarks(lease.benchmark_hold) as got:
+    got_method = Benchmarker.__dict__["benchmark"]
+    ms = time_mm()
+after = time_mm()  # the patch put back: not under the lease, not counted
+print(json.dumps({"wrapped": got.wrapped, "report": lease.report(), "ms": ms,
+                  "benchmarks": {"by_caller": dict(got.by_caller)}, "patched_inside": own is not got_method, "restored": Benchmarker.__dict__["benchmark"] is own}))
 """
     proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
                           timeout=300, env=dict(os.environ, PYTHONPATH=str(ROOT)))
@@ -213,6 +218,7 @@ print(json.dumps({"wrapped": wrapped, "report": lease.report(), "ms": ms, "bench
     assert out["report"]["benchmarks"]["acquired"] == 1 and out["ms"] > 0
     # counted once (benchmark() calls benchmark_cpu(), both hooked), under the code that ran it
     assert out["benchmarks"]["by_caller"] == {"<string>.time_mm < <module>": 1}
+    assert out["patched_inside"] and out["restored"]  # Inductor's own method again on leaving
 
 
 def test_auto_packs_as_many_jobs_as_memory_and_cores_allow():

@@ -98,8 +98,10 @@ from torch._inductor.codecache import PyCodeCache
 from torch._inductor.runtime.autotune_cache import AutotuneCache
 from torch._inductor.runtime.triton_compat import Config
 from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-from tasks import inductor_internals as inductor
+from tasks.torch_internals import kernel_configs
+from tasks.torch_internals.tuned_launch import keep_own_pick, reused_tuned_configs
 
+reuse = reused_tuned_configs()  # entered where each script installs it, for the process's life
 source = Path(sys.argv[1]).read_text()
 meta = {"autotune_local_cache": True, "autotune_remote_cache": False, "coordinate_descent_tuning": True}
 candidates = [Config({"XBLOCK": 512}, num_warps=4, num_stages=1), Config({"XBLOCK": 1024}, num_warps=4, num_stages=1)]
@@ -141,7 +143,7 @@ best = AutotuneCache.create(meta, path, "hashA").read_best(meta, candidates)
 back = pickle.loads(pickle.dumps(best))  # the worker's compile result, in the main process
 out = {"marked_in_worker": getattr(best, "found_by_coordesc", False),
        "marked_after_pickle": getattr(back, "found_by_coordesc", False),
-       "installed": inductor.reuse_tuned_configs()}
+       "installed": (counts := reuse.__enter__()).installed}
 one = Tuner(path, [back])  # one launcher, the cached config (unmarked): coordinate descent would start
 got = CachingAutotuner._coordinate_descent_tuning(one, one.launchers[0])
 out["descent"] = {"same_launcher": got is one.launchers[0], "marked": got.config.found_by_coordesc,
@@ -162,9 +164,11 @@ broken = Tuner(path, candidates)
 broken._precompile_config = lambda config: (_ for _ in ()).throw(RuntimeError("out of resource"))
 out["broken"] = tuned(lambda: CachingAutotuner.autotune_to_one_config(broken))
 out["file_unchanged"] = Path(AutotuneCache.create(meta, path, "hashA").local_cache[1]).read_text() == text
-out["reused"] = inductor.tuned_configs_reused()
+out["reused"] = counts.reused
 from tasks.phases import heartbeat_line
-out["heartbeat"] = heartbeat_line("compile", 10.0, {"seeded_ops": 2, "seeded_kernel_configs": 1})
+out["heartbeat"] = heartbeat_line("compile", 10.0, {"seeded_ops": 2, "seeded_kernel_configs": 1}, counts)
+reuse.__exit__(None, None, None)  # put back: Inductor's own methods again
+out["restored"] = CachingAutotuner.autotune_to_one_config.__module__ == "torch._inductor.runtime.triton_heuristics"
 print(json.dumps(out))
 """
 
@@ -173,7 +177,7 @@ def test_a_seeded_config_is_launched_as_it_is_not_tuned_again(tmp_path):
     """On torch 2.11 and 2.14 a config's `found_by_coordesc` mark does not survive the
     compile worker's pickle back to the job (triton.Config.__setstate__), so Inductor would
     tune a seeded kernel again, from the seeded config; an H200 mixnet_l job did so for 215
-    of its 274 seeded kernels. tasks/inductor_internals.reuse_tuned_configs looks in the
+    of its 274 seeded kernels. tasks/torch_internals/tuned_launch.reused_tuned_configs looks in the
     kernel's cache first."""
     first, second, store = tmp_path / "cache_a", tmp_path / "cache_b", tmp_path / "store"
     inductor(first, "tune")
@@ -199,7 +203,7 @@ def test_a_seeded_config_is_launched_as_it_is_not_tuned_again(tmp_path):
     # the file in this job's cache, at the same place
     assert got["moved"] == {"tuned": None, "launchers": [{"XBLOCK": 256}]}
     assert got["broken"] == "benchmark"
-    assert got["file_unchanged"] and got["reused"] == 3
+    assert got["file_unchanged"] and got["reused"] == 3 and got["restored"]
     # the heartbeat counts these launches, not Inductor's cache hits (which a cold kernel's
     # own fresh file also gives when coordinate descent reloads it)
     assert got["heartbeat"] == ("still compiling: 10 s (from the store: 2 ops, 1 kernel configs; "
@@ -211,7 +215,7 @@ def test_a_seeded_config_is_launched_as_it_is_not_tuned_again(tmp_path):
 # and a kernel of other code under that name; each at its first launch.
 RENAMED = REUSE.split("key, path = PyCodeCache.write(source)")[0] + r"""
 name = sys.argv[2]
-inductor.reuse_tuned_configs()
+counts = reuse.__enter__()
 _, renamed = PyCodeCache.write(source.replace(name, name[:-1] + "7"))
 _, changed = PyCodeCache.write(source.replace(name, name[:-1] + "8").replace("xnumel = 802816", "xnumel = 802817"))
 other = Tuner(changed, candidates)
@@ -222,7 +226,7 @@ out = {"tuned": tuned(lambda: CachingAutotuner.autotune_to_one_config(one)),
        "launchers": [dict(l.config.kwargs, num_warps=l.config.num_warps) for l in one.launchers],
        "own_file": Path(AutotuneCache.create(meta, renamed, "hashA").local_cache[1]).exists(),
        "other_code": tuned(lambda: CachingAutotuner.autotune_to_one_config(other)),
-       "reused": inductor.tuned_configs_reused(), "renamed": inductor.tuned_configs_renamed()}
+       "reused": counts.reused, "renamed": counts.renamed}
 print(json.dumps(out))
 """
 
@@ -235,7 +239,7 @@ def test_a_renamed_kernel_of_the_same_code_finds_its_config(tmp_path):
     without the name, and a renamed kernel of the same code launches with it."""
     import re
 
-    from tasks import inductor_internals as ii
+    from tasks.torch_internals import kernel_configs
 
     first, second, store = tmp_path / "cache_a", tmp_path / "cache_b", tmp_path / "store"
     inductor(first, "tune")
@@ -243,7 +247,7 @@ def test_a_renamed_kernel_of_the_same_code_finds_its_config(tmp_path):
     st.absorb(store, tmp_path / "job_a")
     doc = st.load(store, "2.14.1")["systems"]["sys"]
     (rel, code), = doc["kernel_code"].items()
-    assert rel in doc["kernel_configs"] and code == ii.kernel_code_key(KERNEL.read_text())
+    assert rel in doc["kernel_configs"] and code == kernel_configs.kernel_code_key(KERNEL.read_text())
     seeded = job_stores.seed_autotune(st.load(store, "2.14.1"), second, "2.14.1", system="sys")
     assert (seeded["seeded_kernel_configs"], seeded["seeded_kernel_codes"]) == (1, 1)
     name = re.search(r"^def (triton_\w+)\(", KERNEL.read_text(), re.M).group(1)
@@ -272,7 +276,7 @@ key, path = PyCodeCache.write(source)
 AutotuneCache.create(meta, path, "hashA").save(candidates[1], time_taken_ns=3_000_000)  # the cold run's pick
 _, other = PyCodeCache.write(source + "\n# another kernel\n")
 AutotuneCache.create(meta, other, "hashB").save(candidates[1], time_taken_ns=3_000_000)  # another candidate list
-inductor.reuse_tuned_configs()
+counts = reuse.__enter__()
 def loaded(p):  # a kernel of a loaded compile: its cache path is the cold run's
     return Tuner("/nonexistent/cold_run/inductor/" + "/".join(Path(p).parts[-2:]), candidates)
 moved, foreign = loaded(path), loaded(other)
@@ -282,7 +286,7 @@ out = {"moved": tuned(lambda: CachingAutotuner.autotune_to_one_config(moved)),
        "foreign": tuned(lambda: CachingAutotuner.autotune_to_one_config(foreign)),
        "own_path": tuned(lambda: CachingAutotuner.autotune_to_one_config(here)),
        "dead_path_written": Path("/nonexistent/cold_run").exists(),
-       "reused": inductor.tuned_configs_reused()}
+       "reused": counts.reused}
 # A kernel Inductor keeps no pick for (one config at its decoration, more launchers by its
 # first launch: a reduction whose registers spill): benchmarked, its pick kept beside it
 # as Inductor keeps one, then taken by a later run's copy of the kernel.
@@ -295,15 +299,15 @@ first = Plain(spills, candidates)
 out["plain_cold"] = tuned(lambda: CachingAutotuner.autotune_to_one_config(first))
 tried = list(first.launchers)
 first.launchers = [tried[1]]  # what Inductor's benchmarking picked
-inductor._keep_own_pick(first, tried)
-kept = {rel: json.loads(text) for rel, text in inductor.tuned_configs(Path(spills).parent.parent).items()}
+keep_own_pick(first, tried)
+kept = {rel: json.loads(text) for rel, text in kernel_configs.tuned_configs(Path(spills).parent.parent).items()}
 out["plain_kept"] = [dict(XBLOCK=d["XBLOCK"], num_warps=d["num_warps"]) for d in kept.values()
                      if d["configs_hash"] not in ("hashA", "hashB")]
 later = Plain("/nonexistent/cold_run/inductor/" + "/".join(Path(spills).parts[-2:]), candidates)
 out["plain_warm"] = tuned(lambda: CachingAutotuner.autotune_to_one_config(later))
 out["plain_launchers"] = [dict(l.config.kwargs, num_warps=l.config.num_warps) for l in later.launchers]
-out["reused_after"] = inductor.tuned_configs_reused()
-out["benchmarks"] = inductor.compile_benchmarks()
+out["reused_after"] = counts.reused
+out["benchmarks"] = {"not_reused": dict(counts.not_reused), "kernels": counts.kernels}
 print(json.dumps(out))
 """
 

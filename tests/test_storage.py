@@ -125,9 +125,17 @@ def _spec(seed: dict):
     return JobSpec(job_id="0", overrides=(), config={}, compile_seed=seed)
 
 
-def _sweep(sweep_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sweeper", "model=test_resnet", *TINY, *args,
-                           f"hydra.sweep.dir={sweep_dir}"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+def _sweeps(runs: dict[str, tuple[Path, list[str]]]) -> dict[str, str]:
+    """Sweeps of test_resnet run at once (name -> (sweep folder, overrides)); each one's
+    output, asserted to have ended well."""
+    procs = {name: subprocess.Popen([sys.executable, "-m", "sweeper", "model=test_resnet", *TINY, *args,
+                                     f"hydra.sweep.dir={folder}"], cwd=ROOT, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True)
+             for name, (folder, args) in runs.items()}
+    outs = {name: proc.communicate(timeout=900)[0] for name, proc in procs.items()}
+    for name, proc in procs.items():
+        assert proc.returncode == 0, f"{name}: {outs[name][-4000:]}"
+    return outs
 
 
 def _stored_files(storage: Storage, rel: str) -> list[str]:
@@ -141,39 +149,46 @@ def _stored_files(storage: Storage, rel: str) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["folder", "s3"])
-def test_on_a_two_node_cluster_the_compile_and_artifacts_never_pass_through_the_driver(kind, tmp_path, request):
+def test_on_a_two_node_cluster_the_compile_and_artifacts_never_pass_through_the_driver(tmp_path, s3_server):
+    """Two sweeps on one two-node cluster at once, one a node: storage_path a folder, and an
+    S3 server; each run cold, then again with another scratch folder (a node without the
+    compile store's entry)."""
     from ray.cluster_utils import Cluster
 
-    uri = str(tmp_path / "shared") if kind == "folder" else request.getfixturevalue("s3_server")
-    storage = Storage.of(uri)
-    assert storage is not None
+    uris = {"folder": str(tmp_path / "shared"), "s3": s3_server}
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2})
     cluster.add_node(num_cpus=2)
     try:
-        common = [f"hydra.launcher.address={cluster.address}", f"hydra.launcher.storage_path='{uri}'",  # quoted: a URI's query holds = and &
-                  "hydra.launcher.num_cpus_per_job=2"]
-        cold = _sweep(tmp_path / "cold", *common, f"hydra.launcher.scratch_dir={tmp_path / 'scratch1'}")
-        assert cold.returncode == 0, cold.stdout[-3000:] + cold.stderr[-3000:]
-        rec = json.loads((tmp_path / "cold" / "0" / "result.json").read_text())
-        # the driver's job folder holds the record (and Hydra's files), nothing the job wrote
-        assert sorted(p.name for p in (tmp_path / "cold" / "0").iterdir()) == [".hydra", "result.json"]
-        stored = _stored_files(storage, "sweeps/" + rec["job"]["stored_at"].rsplit("/sweeps/", 1)[1])
-        assert {"job.log", "result.json", "traces/step.json.gz"} <= set(stored), stored
-        assert rec["artifacts"]["traces"]["step"] == rec["job"]["stored_at"] + "/traces/step.json.gz"
-        kept = rec["timings"]["compile_store"]["kept_bytes"]
-        through = rec["job"]["driver_bytes"]
-        record_bytes = (tmp_path / "cold" / "0" / "result.json").stat().st_size
-        # what went out and came back: the spec, and the record plus a small constant; not the compile
-        assert through["out"] < 16_000 and through["back"] <= record_bytes + 16_000 < kept, (through, kept)
+        def runs(night: str) -> dict[str, tuple[Path, list[str]]]:
+            return {kind: (tmp_path / kind / night, [
+                f"hydra.launcher.address={cluster.address}", "hydra.launcher.num_cpus_per_job=2",
+                f"hydra.launcher.storage_path='{uri}'",  # quoted: a URI's query holds = and &
+                f"hydra.launcher.scratch_dir={tmp_path / kind / ('scratch-' + night)}"]) for kind, uri in uris.items()}
 
-        # a later night on a node without the entry: read from the storage, compiled warm
-        warm = _sweep(tmp_path / "warm", *common, f"hydra.launcher.scratch_dir={tmp_path / 'scratch2'}")
-        assert warm.returncode == 0, warm.stdout[-3000:] + warm.stderr[-3000:]
-        again = json.loads((tmp_path / "warm" / "0" / "result.json").read_text())
-        seeded = again["timings"]["compile_store"]
-        assert seeded["from"] == "storage" and seeded["fetched_bytes"] >= kept and seeded["loaded"], seeded
-        assert again["timings"]["compile_cache"]["fxgraph_hits"] >= 1
-        assert again["job"]["driver_bytes"]["out"] < 16_000  # the reference went out, not the compile
+        _sweeps(runs("cold"))
+        kept = {}
+        for kind, uri in uris.items():
+            storage = Storage.of(uri)
+            assert storage is not None
+            job_dir = tmp_path / kind / "cold" / "0"
+            rec = json.loads((job_dir / "result.json").read_text())
+            # the driver's job folder holds the record (and Hydra's files), nothing the job wrote
+            assert sorted(p.name for p in job_dir.iterdir()) == [".hydra", "result.json"], kind
+            stored = _stored_files(storage, "sweeps/" + rec["job"]["stored_at"].rsplit("/sweeps/", 1)[1])
+            assert {"job.log", "result.json", "traces/step.json.gz"} <= set(stored), (kind, stored)
+            assert rec["artifacts"]["traces"]["step"] == rec["job"]["stored_at"] + "/traces/step.json.gz"
+            kept[kind] = rec["timings"]["compile_store"]["kept_bytes"]
+            through = rec["job"]["driver_bytes"]
+            # what went out and came back: the spec, and the record plus a small constant; not the compile
+            assert through["out"] < 16_000 and through["back"] <= (job_dir / "result.json").stat().st_size + 16_000 \
+                < kept[kind], (kind, through, kept[kind])
+
+        _sweeps(runs("warm"))  # a later night on nodes without the entry: read from the storage, compiled warm
+        for kind in uris:
+            again = json.loads((tmp_path / kind / "warm" / "0" / "result.json").read_text())
+            seeded = again["timings"]["compile_store"]
+            assert seeded["from"] == "storage" and seeded["fetched_bytes"] >= kept[kind] and seeded["loaded"], seeded
+            assert again["timings"]["compile_cache"]["fxgraph_hits"] >= 1, kind
+            assert again["job"]["driver_bytes"]["out"] < 16_000, kind  # the reference went out, not the compile
     finally:
         cluster.shutdown()

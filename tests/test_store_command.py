@@ -17,7 +17,7 @@ import pytest
 from sweeper import store as cmd
 from sweeper.stores import autotune_store as st
 from tasks import job_stores
-from tasks.inductor_internals import CODE_INDEX
+from tasks.torch_internals.kernel_configs import CODE_INDEX
 
 ROOT = Path(__file__).resolve().parent.parent
 H200 = {"hash": "h200hash", "device": {"name": "NVIDIA H200"}}
