@@ -69,6 +69,24 @@ def rule_line(jobs: pd.DataFrame, threshold_pct: float, hist: str) -> str:
     return f"flagged: {gpu_rule} {noise}"
 
 
+def _every_job_lines(both: pd.DataFrame) -> list[str]:
+    """The compare's table of every job judged in both sweeps."""
+    lines = ["", "## Every job", "",
+             "step ms: the compiled step's mean over its steady loop (the jobs table's steady_step_ms, the report's "
+             "'loop ms'); the report's 'compiled ms' is the median of the timed steps, a shorter measure",
+             "",
+             "| job | loop step ms old | loop step ms new | change % | noise ±% | kernel ms old | kernel ms new | change % "
+             "| noise ±% | verdict | why | busy % old -> new |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for _, r in both.iterrows():
+        lines.append(f"| {r['label']} | {_f(r['step_ms_old'], '{:.2f}')} | {_f(r['step_ms_new'], '{:.2f}')} "
+                     f"| {_f(r['step_change_pct'])} | {_f(r['noise_pct'], '{:.1f}')} "
+                     f"| {_f(r['device_ms_old'], '{:.3f}')} | {_f(r['device_ms_new'], '{:.3f}')} "
+                     f"| {_f(r['device_change_pct'])} | {_f(r['device_noise_pct'], '{:.1f}')} | {r['verdict'] or '–'} "
+                     f"| {r['why'] or '–'} | {_f(r['busy_pct_old'], '{:.1f}')} -> {_f(r['busy_pct_new'], '{:.1f}')} |")
+    return lines
+
+
 def compare_text(cmp: sw.Comparison, top: int = 10) -> str:
     """The compare as text, the answer first: the rule, the verdict (how many jobs flagged,
     judged, not judged, new, gone), the flagged jobs one a line, each flagged job's kernels
@@ -111,19 +129,7 @@ def compare_text(cmp: sw.Comparison, top: int = 10) -> str:
     details += [(k, d) for k, d in cmp.details.items() if k not in flagged_keys]
     for key, d in details[:len([k for k, _ in details if k in flagged_keys])]:
         lines += _kernel_lines(t, key, d, top)
-    lines += ["", "## Every job", "",
-              "step ms: the compiled step's mean over its steady loop (the jobs table's steady_step_ms, the report's "
-              "'loop ms'); the report's 'compiled ms' is the median of the timed steps, a shorter measure",
-              "",
-              "| job | loop step ms old | loop step ms new | change % | noise ±% | kernel ms old | kernel ms new | change % "
-              "| noise ±% | verdict | why | busy % old -> new |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for _, r in both.iterrows():
-        lines.append(f"| {r['label']} | {_f(r['step_ms_old'], '{:.2f}')} | {_f(r['step_ms_new'], '{:.2f}')} "
-                     f"| {_f(r['step_change_pct'])} | {_f(r['noise_pct'], '{:.1f}')} "
-                     f"| {_f(r['device_ms_old'], '{:.3f}')} | {_f(r['device_ms_new'], '{:.3f}')} "
-                     f"| {_f(r['device_change_pct'])} | {_f(r['device_noise_pct'], '{:.1f}')} | {r['verdict'] or '–'} "
-                     f"| {r['why'] or '–'} | {_f(r['busy_pct_old'], '{:.1f}')} -> {_f(r['busy_pct_new'], '{:.1f}')} |")
+    lines += _every_job_lines(both)
     others = [(k, d) for k, d in details if k not in flagged_keys]
     if others:
         lines += ["", "## The other jobs' kernels (--kernels)"]

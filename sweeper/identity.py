@@ -7,7 +7,7 @@ A job's keys (sweeper/sweep/config.py, JobConfig) are of three kinds:
 - what the job is: the model and its shapes, precision, compile options, device, Python
   environment, seed, and how it is measured (measure.*): IDENTITY_KEYS;
 - how it is run: RUN_KEYS, which never make another job (a new store folder, cache
-  folder or time limit, the sweep-level switches, a test's fault);
+  folder or time limit, the sweep-level switches);
 - of the identity, measure.* and the seed change no compile (`compile_identity`), and the
   seed repeats one configuration (`configuration`: what the tables and compares call a
   job across sweeps, whose seeds are its repeats).
@@ -22,7 +22,7 @@ from __future__ import annotations
 IDENTITY_KEYS = ("model", "batch_size", "image_size", "mode", "amp", "amp_dtype", "cudagraphs", "autotune", "device",
                  "seed", "inductor", "python", "measure")
 RUN_KEYS = frozenset({"dry_run", "yes", "confirm_above", "timeout_s", "autotune_store", "compile_store", "cache_root",
-                      "pythons", "debug_fault"})
+                      "pythons"})
 MEASURE_KEY = "measure"
 SEED_KEY = "seed"
 

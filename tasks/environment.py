@@ -23,7 +23,7 @@ def _driver_version() -> str | None:
         return None
 
 
-def describe(device: str) -> dict:
+def environment_of(device: str) -> dict:
     import timm
 
     try:

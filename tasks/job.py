@@ -45,7 +45,7 @@ PHASES = (
     Phase("eager", phases.eager, lambda ctx: ctx.measure["eager"], alone=True),
     Phase("compile", phases.compile_step, timed=False),
     Phase("warmup", phases.warmup),
-    Phase("timing", phases.timing, alone=True),
+    Phase("timing", phases.time_steps, alone=True),
     Phase("steady_loop", phases.steady, lambda ctx: ctx.measure["steady_loop_s"] > 0, alone=True),
     Phase("time_modules", phases_profile.time_modules, alone=True),
     Phase("roofs", phases_profile.measure_roofs, alone=True),

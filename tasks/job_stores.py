@@ -115,7 +115,7 @@ def write_autotune_entries(job_dir: Path, inductor_cache: Path, torch_version: s
     `partial` while the compile goes on, with `progress` (the phase and when it started,
     so that a killed job's record can say how far it got). Returns the counts."""
     systems = autotune_documents(inductor_cache, system)
-    counts = at.describe(systems)
+    counts = at.store_info(systems)
     if systems:
         doc = {"torch": torch_version, "systems": systems, "partial": partial, "written_at": time.time(),
                **({"progress": progress} if progress else {})}

@@ -209,16 +209,14 @@ def run(table: dict, prepared: dict[str, Prepared], budget_s: float | None = Non
     def over(next_s: float = 0.0) -> bool:
         return budget_s is not None and time.time() - t0 + next_s > budget_s
 
-    def not_reached() -> str:
-        return f"not measured: past the microbenchmark budget ({budget_s:.0f} s)"
-
+    not_reached = f"not measured: past the microbenchmark budget ({budget_s or 0:.0f} s)"
     todo = []
     for row in table["rows"]:
         ready = prepared.get(row["name"])
         if ready is None:
             continue  # prepare() noted why in the row
         if over():
-            row["error"] = not_reached()
+            row["error"] = not_reached
             continue
         try:
             time_alone(row, ready, peak)
@@ -234,7 +232,7 @@ def run(table: dict, prepared: dict[str, Prepared], budget_s: float | None = Non
             continue  # prepare() could not compile its configs, and said why
         elif not ready.compiled or over(mb.headroom_estimate_s(spent, configs_timed, row.get("candidate_configs"))):
             # a later kernel with fewer configs may still fit
-            row["headroom_method"] = not_reached()
+            row["headroom_method"] = not_reached
         else:
             started = time.time()
             try:

@@ -22,9 +22,9 @@ from sweeper.analysis.breakdown import spread
 from sweeper.job_spec import JobSpec
 from sweeper.record import PHASE_MARK, Record, compiled_warm, ran_config
 from sweeper.stores import autotune_store, compile_store
-from tasks import cpu_libraries, job_stores
+from tasks import cpu_libraries, faults, job_stores
 from tasks.torch_internals import compile_cache, probes
-from tasks.torch_internals.benchmark_lease import LeasedBenchmarks, leased_benchmarks, on_template_autotuned
+from tasks.torch_internals.benchmark_lease import LeasedBenchmarks, leased_benchmarks
 from tasks.torch_internals.tuned_launch import TunedLaunch, reused_tuned_configs
 from tasks.modules_profile import ModuleRun
 
@@ -150,14 +150,14 @@ def setup(ctx: JobContext) -> None:
 
     cfg = ctx.cfg
     set_pause(ctx.measure["pause_gc"])
-    _inject_fault(cfg["debug_fault"], ctx)
+    faults.inject(faults.fault_for(ctx.spec.job_id), ctx)  # the failure tests' own hook, nothing otherwise
     device = cfg["device"] if cfg["device"] != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("device=cuda but this machine has no usable CUDA GPU; use device=auto or device=cpu")
     ctx.device = device
     if device == "cpu":
         _quiet_cuda_probes()
-    ctx.record["environment"] = environment.describe(device)
+    ctx.record["environment"] = environment.environment_of(device)
     if cfg["cudagraphs"] and device != "cuda":
         raise Skip("cudagraphs=on needs a CUDA device; this job runs on the CPU")
     check_model_name(cfg["model"])
@@ -393,7 +393,7 @@ def cold_compile_s(ctx: JobContext) -> float | None:
     return round(t["compile_s"] + t.get("warmup_s", 0.0), 3)
 
 
-def timing(ctx: JobContext) -> None:
+def time_steps(ctx: JobContext) -> None:
     from tasks.timing import launch_probe_us, peak_memory_mb, peak_memory_reset, time_calls
 
     t = ctx.timings
@@ -474,37 +474,3 @@ def _from_store(store: dict | None, tuned: TunedLaunch | None) -> str:
     if store.get("seeded_kernel_configs") and tuned is not None and tuned.installed:
         text += f"; {tuned.reused} kernels launched with them so far, not tuned again"
     return text
-
-
-def _inject_fault(fault: str | None, ctx: JobContext) -> None:
-    """debug_fault: the failure-handling tests' way to crash, hang or raise in a real job;
-    stall_mid_compile hangs the compile once max-autotune has timed its first op (and the
-    checkpoint has written it), for the tests of a job stopped mid-compile."""
-    if not fault:
-        return
-    say(f"injecting fault {fault!r} (debug_fault)")
-    if fault == "stall_mid_compile":
-        def stall(op: str) -> None:
-            if ctx.checkpoint is not None:
-                ctx.checkpoint.write(force=True)
-            say(f"stalling mid-compile after autotuning {op} (debug_fault)")
-            time.sleep(10**6)
-
-        on_template_autotuned(stall)
-        return
-    if fault == "oom_when_packed":  # out of GPU memory while sharing the GPU, fine alone (the launcher re-runs it)
-        if ctx.lease is not None and ctx.lease.jobs_per_gpu > 1:
-            import torch
-
-            raise torch.OutOfMemoryError("CUDA out of memory (debug_fault=oom_when_packed)")
-        return
-    if fault == "crash":
-        import signal
-
-        os.kill(os.getpid(), signal.SIGSEGV)
-    elif fault == "hang":
-        time.sleep(10**6)
-    elif fault == "raise":
-        raise RuntimeError("injected fault (debug_fault=raise)")
-    else:
-        raise ValueError(f"debug_fault={fault!r}: use crash, hang, raise, stall_mid_compile or oom_when_packed")

@@ -2,7 +2,8 @@
 cancelled sweep) still gives the store what it had tuned, its record says how much and that
 it was partial, and the job run again starts from it. Real sweeps through the embedded Ray,
 real torch.compile on the CPU, where max-autotune times C++ GEMM templates against oneDNN
-for a frozen Linear (the same store file as on a GPU). `debug_fault=stall_mid_compile`
+for a frozen Linear (the same store file as on a GPU). The test hook's `stall_mid_compile`
+(SWEEPER_TEST_FAULTS, tasks/faults.py)
 stalls the compile once max-autotune has timed its first op (tasks/phases.py)."""
 
 import json
@@ -27,10 +28,10 @@ JOB = ["autotune=on", "amp=off", "mode=inference", "+inductor.freezing=true", "m
        "measure.eager=false", "measure.steady_loop_s=0"]
 
 
-def _env(store: Path) -> dict:
+def _env(store: Path, fault: str = "") -> dict:
     # a heartbeat each second: a compile of a few seconds (the host's ISA probes kept) still says what came from the store
     return dict(os.environ, SWEEPER_AUTOTUNE_STORE=str(store), SWEEPER_COMPILE_STORE="off", SWEEPER_CHECKPOINT_S="1",
-                SWEEPER_HEARTBEAT_S="1")
+                SWEEPER_HEARTBEAT_S="1", SWEEPER_TEST_FAULTS=f"*={fault}" if fault else "")
 
 
 # one op to autotune (test_resnet's classifier, frozen for the CPU's GEMM templates)
@@ -39,9 +40,9 @@ RESNET = ["model=test_resnet", "image_size=32", "batch_size=8"]
 VIT = ["model=test_vit", "batch_size=2", "measure.microbench=false"]
 
 
-def _sweep(store, sweep_dir, *extra, timeout=600):
+def _sweep(store, sweep_dir, *extra, timeout=600, fault=""):
     return subprocess.run([sys.executable, "-m", "sweeper", *JOB, *extra, f"hydra.sweep.dir={sweep_dir}"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=_env(store))
+                          cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=_env(store, fault))
 
 
 def _store_ops(store: Path) -> int:
@@ -86,7 +87,7 @@ def test_a_job_timed_out_twice_goes_on_where_each_run_stopped(tmp_path):
     Each run's log is kept, and the last record lists both stopped runs."""
     store, sweep_dir = tmp_path / "store", tmp_path / "sweep"
     # the stall comes about 20 s into the job on a 2-core machine: 45 s leaves room for a slower one
-    proc = _sweep(store, sweep_dir, *VIT, "debug_fault=stall_mid_compile", "timeout_s=45")
+    proc = _sweep(store, sweep_dir, *VIT, "timeout_s=45", fault="stall_mid_compile")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     record = _keep_stopped(sweep_dir)
     assert record["status"] == "failed" and "timed out after 45 s" in record["reason"]
@@ -99,7 +100,7 @@ def test_a_job_timed_out_twice_goes_on_where_each_run_stopped(tmp_path):
     assert not (sweep_dir / "0" / st.ENTRIES_FILE).exists()  # absorbed
     first_log = (sweep_dir / "0" / "job.log").read_text()
 
-    proc = _sweep(store, sweep_dir, *VIT, "debug_fault=stall_mid_compile", "timeout_s=45")  # the next sitting
+    proc = _sweep(store, sweep_dir, *VIT, "timeout_s=45", fault="stall_mid_compile")  # the next sitting
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     second = read_record(sweep_dir / "0")["timings"]["autotune_store"]
     # the launcher made this record from the partial file: it still says what the run started with
@@ -132,8 +133,8 @@ def test_a_job_timed_out_twice_goes_on_where_each_run_stopped(tmp_path):
 def test_a_cancelled_sweep_brings_its_jobs_entries_back_from_scratch(tmp_path):
     store, sweep_dir, scratch = tmp_path / "store", tmp_path / "sweep", tmp_path / "scratch"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sweeper", *JOB, *RESNET, "debug_fault=stall_mid_compile", f"hydra.launcher.scratch_dir={scratch}",
-         f"hydra.sweep.dir={sweep_dir}"], cwd=ROOT, env=_env(store), stdout=subprocess.PIPE,
+        [sys.executable, "-m", "sweeper", *JOB, *RESNET, f"hydra.launcher.scratch_dir={scratch}",
+         f"hydra.sweep.dir={sweep_dir}"], cwd=ROOT, env=_env(store, "stall_mid_compile"), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline, seen = time.time() + 300, ""
     while time.time() < deadline and "stalling mid-compile" not in seen:

@@ -15,11 +15,11 @@ def test_jobs_laid_out_longest_first_on_the_free_slots():
 
 
 def test_the_dry_run_line_names_what_it_counted_and_what_it_could_not():
-    line = estimate.describe(["a", "b", "c"], ["#0", "#1", "#2"], {"a": 600.0, "b": 300.0},
+    line = estimate.expected_line(["a", "b", "c"], ["#0", "#1", "#2"], {"a": 600.0, "b": 300.0},
                              slots=2, gpu="NVIDIA H200", outputs=Path("outputs"), read=3)
     assert line.startswith("expected duration: about 10 min with 2 at a time")
     assert "2 of 3 jobs on NVIDIA H200" in line and "no earlier record: #2" in line
-    none = estimate.describe(["a"], ["#0"], {}, slots=1, gpu="", outputs=Path("outputs"), read=0)
+    none = estimate.expected_line(["a"], ["#0"], {}, slots=1, gpu="", outputs=Path("outputs"), read=0)
     assert none.startswith("expected duration: unknown") and "on a CPU" in none and "0 complete sweeps" in none
 
 

@@ -271,11 +271,11 @@ def test_small_things_said_plainly(two_sweeps, tmp_path):
     proc = run("-m", "sweeper.history", "compare", str(new), str(new))
     assert proc.returncode == 2 and "NEW and OLD are the same folder" in proc.stderr
 
-    from sweeper.sweep.estimate import describe
+    from sweeper.sweep.estimate import expected_line
     from sweeper.sweep.overrides import problems
 
     keys = [f"k{i}" for i in range(200)]
-    line = describe(keys, [f"#{i}" for i in range(200)], {"k0": 30.0}, 1, "", tmp_path, 3)
+    line = expected_line(keys, [f"#{i}" for i in range(200)], {"k0": 30.0}, 1, "", tmp_path, 3)
     assert "about 30 s with 1 at a time" in line and "0 min" not in line
     assert line.endswith("not counted, no earlier record: 199 jobs (#1, #2, #3, #4, #5, #6, #7, #8 and 191 more)")
     assert problems(["modle=x"], set()) == ["modle: not a sweeper key (did you mean mode or model?)"]

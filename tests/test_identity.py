@@ -25,7 +25,7 @@ register()
 BASE = ["model=resnet18", "batch_size=8", "autotune=on"]
 # every run key, set otherwise than by default
 RUN = ["cache_root=/tmp/elsewhere", "timeout_s=60", "autotune_store=/tmp/a", "compile_store=off",
-       "debug_fault=crash", "+pythons.b=/usr/bin/python3", "dry_run=true", "yes=true", "confirm_above=3"]
+       "+pythons.b=/usr/bin/python3", "dry_run=true", "yes=true", "confirm_above=3"]
 
 
 def composed(*overrides: str) -> dict:

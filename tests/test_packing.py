@@ -21,15 +21,16 @@ TINY = ["model=test_resnet", "mode=inference", "image_size=32", "batch_size=2",
         "measure.module_calls_per_round=1", "measure.module_profile_calls=1", "measure.steady_loop_s=0.5"]
 
 
-def run_on_one_gpu(tmp_path, *overrides):
+def run_on_one_gpu(tmp_path, *overrides, faults=""):
     from ray.cluster_utils import Cluster
 
     log = tmp_path / "lease.log"
-    os.environ["SWEEPER_LEASE_LOG"] = str(log)  # the cluster's workers, and so the jobs, inherit it
+    # the cluster's workers, and so the jobs, inherit these (SWEEPER_TEST_FAULTS: tasks/faults.py)
+    os.environ.update(SWEEPER_LEASE_LOG=str(log), SWEEPER_TEST_FAULTS=faults)
     try:
         cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "num_gpus": 1})
     finally:
-        del os.environ["SWEEPER_LEASE_LOG"]
+        del os.environ["SWEEPER_LEASE_LOG"], os.environ["SWEEPER_TEST_FAULTS"]
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "sweeper", *TINY, *overrides, f"hydra.launcher.address={cluster.address}",
@@ -92,8 +93,8 @@ def test_one_job_a_gpu_is_the_schedule_of_before(tmp_path):
 
 @pytest.mark.slow
 def test_a_job_out_of_gpu_memory_beside_others_runs_again_alone(tmp_path):
-    proc, out, records, _ = run_on_one_gpu(tmp_path, "debug_fault=null,oom_when_packed",
-                                           "hydra.launcher.jobs_per_gpu=2")
+    proc, out, records, _ = run_on_one_gpu(tmp_path, "seed=0,1", "hydra.launcher.jobs_per_gpu=2",
+                                           faults="1=oom_when_packed")
     assert proc.returncode == 0, out[-4000:]
     assert "ran out of GPU memory beside other jobs: it runs again alone on its GPU" in out
     fine, oom = records

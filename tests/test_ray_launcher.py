@@ -24,8 +24,8 @@ TINY = ["mode=inference", "image_size=32", "batch_size=2", "measure.timed_steps=
 SECRET = "sk-sweeper-test-7f3a9c1e5b"
 
 
-def sweep(sweep_dir, *overrides, timeout=900):
-    env = dict(os.environ, SWEEPER_TEST_API_TOKEN=SECRET)
+def sweep(sweep_dir, *overrides, timeout=900, faults=""):
+    env = dict(os.environ, SWEEPER_TEST_API_TOKEN=SECRET, SWEEPER_TEST_FAULTS=faults)  # tasks/faults.py
     return subprocess.run([sys.executable, "-m", "sweeper", *overrides, f"hydra.sweep.dir={sweep_dir}"],
                           cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
 
@@ -154,15 +154,13 @@ def test_nothing_secret_is_written_and_generated_code_stays_in_the_job_cache(fou
 @pytest.mark.slow
 def test_crash_and_hang_are_isolated(tmp_path):
     # one CPU a job: they run side by side, so the sweep lasts about the hang's time limit
-    args = ["model=test_resnet", "debug_fault=crash,hang,raise,null", "timeout_s=60", *TINY,
-            "hydra.launcher.num_cpus_per_job=1"]
-    proc = sweep(tmp_path, *args)
+    args = ["model=test_resnet", "seed=0,1,2,3", "timeout_s=60", *TINY, "hydra.launcher.num_cpus_per_job=1"]
+    proc = sweep(tmp_path, *args, faults="0=crash,1=hang,2=raise")
     assert proc.returncode == 1
-    by_fault = {read_record(j["dir"])["config"]["debug_fault"]: j for j in summary(tmp_path)["jobs"]}
-    crash, hang, raised, ok = by_fault["crash"], by_fault["hang"], by_fault["raise"], by_fault[None]
+    crash, hang, raised, ok = sorted(summary(tmp_path)["jobs"], key=lambda j: j["num"])
     assert crash["status"] == "failed" and "killed by signal 11" in crash["reason"]
     # an exception in the job: recorded by the job itself, with its phase
-    assert raised["status"] == "failed" and "injected fault (debug_fault=raise)" in raised["reason"]
+    assert raised["status"] == "failed" and "injected fault (SWEEPER_TEST_FAULTS: raise)" in raised["reason"]
     assert read_record(raised["dir"])["phase"] == "setup"
     assert hang["status"] == "failed" and "timed out after 60 s" in hang["reason"]
     assert ok["status"] == "ok"
@@ -270,9 +268,9 @@ def _process_tree(root):
 def test_a_driver_killed_outright_leaves_no_ray_process_behind(tmp_path):
     scratch = tmp_path / "scratch"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sweeper", "model=test_resnet", *TINY, "debug_fault=hang", "timeout_s=300",
+        [sys.executable, "-m", "sweeper", "model=test_resnet", *TINY, "timeout_s=300",
          f"hydra.launcher.scratch_dir={scratch}", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, SWEEPER_TEST_FAULTS="*=hang"))
     try:
         deadline = time.time() + 120
         while time.time() < deadline and not list(scratch.glob("*/*/job.log")):

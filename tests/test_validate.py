@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def base(**kw):
     cfg = {"model": "resnet18", "batch_size": None, "image_size": None, "timeout_s": 3600,
-           "measure": {"timed_steps": 20, "eager": True}, "debug_fault": None, "device": "auto"}
+           "measure": {"timed_steps": 20, "eager": True}, "device": "auto"}
     cfg.update(kw)
     return cfg
 
@@ -238,8 +238,9 @@ def test_large_sweep_asks_for_confirmation(tmp_path):
 def test_second_sweep_into_the_same_folder_refuses(tmp_path):
     import signal
 
-    first = subprocess.Popen([sys.executable, "-m", "sweeper", "model=test_resnet", "debug_fault=hang",
+    first = subprocess.Popen([sys.executable, "-m", "sweeper", "model=test_resnet",
                               "timeout_s=120", f"hydra.sweep.dir={tmp_path}"], cwd=ROOT,
+                             env=dict(os.environ, SWEEPER_TEST_FAULTS="*=hang"),  # tasks/faults.py
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:

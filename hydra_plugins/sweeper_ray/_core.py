@@ -106,7 +106,7 @@ def _checked_jobs(launcher, job_overrides, initial_job_idx: int) -> tuple[list[J
     if not base.dry_run:  # counted before composing every job: a refusal costs no time
         confirm(len(job_overrides), {"confirm_above": base.confirm_above, "yes": base.yes})
     jobs = make_jobs(launcher, job_overrides, initial_job_idx)
-    stop_on_problem(check_launcher, launcher.conf)
+    stop_on_problem(check_settings, launcher.conf)
     conf = settings_of(launcher.conf)
     check_jobs(jobs, gpus_available=local_gpus(conf, jobs))
     stop_on_problem(check_pythons, conf, jobs)
@@ -135,7 +135,7 @@ def expected_time(conf: LauncherSettings, jobs: list[Job], sweep_dir: Path, slot
     return estimate.expected({j.num: j.overrides for j in jobs}, sweep_dir.parent.parent, gpu, slots)
 
 
-def check_launcher(conf) -> None:
+def check_settings(conf) -> None:
     """Every launcher setting of the composed config (_config.settings_problems), all listed."""
     found = settings_problems(dict(conf))
     if found:

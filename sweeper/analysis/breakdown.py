@@ -77,6 +77,16 @@ def profiled_span(
     return start, end
 
 
+def _add_span_busy(result: dict, kernels: list[Interval], span: tuple[float, float], runs: int) -> None:
+    """The busy figures of the kernel intervals' union within the profiled span."""
+    start, end = span
+    busy_us = union_us(clip(kernels, start, end))
+    result["span_ms"] = (end - start) / 1000
+    result["busy_ms"] = busy_us / 1000 / runs
+    result.update(busy_figures(result["busy_ms"], result["busy_wall_ms"]))
+    result["busy_pct_profiled_span"] = busy_us / (end - start) * 100 if end > start else None
+
+
 def breakdown(
     kernels: Iterable[Interval],
     runs: int,
@@ -132,12 +142,7 @@ def breakdown(
         "kernels": rows,
     }
     if span is not None:
-        start, end = span
-        busy_us = union_us(clip(kernels, start, end))
-        result["span_ms"] = (end - start) / 1000
-        result["busy_ms"] = busy_us / 1000 / runs
-        result.update(busy_figures(result["busy_ms"], result["busy_wall_ms"]))
-        result["busy_pct_profiled_span"] = busy_us / (end - start) * 100 if end > start else None
+        _add_span_busy(result, kernels, span, runs)
     if host_timed:  # bounded by the shorter of the unprofiled walls, so within both
         to_unprofiled(result, min((w for w in (busy_wall_ms, wall_ms) if w), default=None), wall_ms)
     return result

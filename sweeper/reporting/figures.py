@@ -284,6 +284,27 @@ def autotune_pairs(jobs: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
     return pairs
 
 
+def _pair_shares(ax, pairs: list, step: pd.DataFrame) -> None:
+    """The autotune figure's second panel: each pair's two steps by category, stacked."""
+    bars, left = [], {}
+    for off, on in pairs:
+        for row, tag in ((off, "off"), (on, "on")):
+            shares = step[step["job"] == row["job"]].set_index("category")["share_pct"]
+            bars.append((f"{off['model']} {tag}", shares))
+    for i, (name, shares) in enumerate(bars):
+        start = 0.0
+        for cat in CATEGORIES:
+            v = float(shares.get(cat, 0.0))
+            if v:
+                ax.barh(i, v, left=start, color=COLORS[cat], label=cat if cat not in left else None)
+                left[cat] = True
+                start += v
+    ax.set_yticks(range(len(bars)), [b[0] for b in bars], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("share of the step's device time (%)")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+
+
 def autotune_figure(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame, out_dir: Path) -> Figure:
     """Per pair of jobs differing only in autotune: step time, the step's category shares,
     and, where microbenchmarks exist, each benchmarked kernel's headroom (chosen config
@@ -319,24 +340,7 @@ def autotune_figure(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame,
         ax1.legend(fontsize=8)
     ax1.set_yticks(list(y), names, fontsize=8)
     ax1.invert_yaxis()
-    step = cats[cats["scope"] == "step"]
-    bars, left = [], {}
-    for off, on in pairs:
-        for row, tag in ((off, "off"), (on, "on")):
-            shares = step[step["job"] == row["job"]].set_index("category")["share_pct"]
-            bars.append((f"{off['model']} {tag}", shares))
-    for i, (name, shares) in enumerate(bars):
-        start = 0.0
-        for cat in CATEGORIES:
-            v = float(shares.get(cat, 0.0))
-            if v:
-                ax2.barh(i, v, left=start, color=COLORS[cat], label=cat if cat not in left else None)
-                left[cat] = True
-                start += v
-    ax2.set_yticks(range(len(bars)), [b[0] for b in bars], fontsize=8)
-    ax2.invert_yaxis()
-    ax2.set_xlabel("share of the step's device time (%)")
-    ax2.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
+    _pair_shares(ax2, pairs, cats[cats["scope"] == "step"])
     if panels == 3:
         ax3 = axes[2]
         rows = [(f"{off['model']} {tag}", row["job"]) for off, on in pairs for row, tag in ((off, "off"), (on, "on"))]

@@ -244,7 +244,7 @@ def load(store: Path, torch_version: str) -> dict:
     return {"store": str(folder), "torch": torch_version, "systems": systems, "notes": notes}
 
 
-def describe(systems: dict[str, dict]) -> AutotuneStoreInfo:
+def store_info(systems: dict[str, dict]) -> AutotuneStoreInfo:
     """Counts of a document set: timed choices, ops, kernel configs."""
     return {"job_entries": sum(count_entries(d.get("cache") or {}) for d in systems.values()),
             "job_ops": sum(count_ops(d.get("cache") or {}) for d in systems.values()),
@@ -274,7 +274,7 @@ def left_in(job_dir: Path) -> AutotuneStoreInfo | None:
         return None
     progress = doc.get("progress") or {}
     # what the job started with (seeded_*), as its own record would say
-    out: AutotuneStoreInfo = {**(progress.get("started_with") or {}), **describe(doc.get("systems") or {}),
+    out: AutotuneStoreInfo = {**(progress.get("started_with") or {}), **store_info(doc.get("systems") or {}),
                               "partial": bool(doc.get("partial"))}
     if progress.get("kernel_config_hits") is not None:
         out["kernel_config_hits"] = progress["kernel_config_hits"]

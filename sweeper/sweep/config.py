@@ -2,8 +2,7 @@
 
 The YAML in conf/ only chooses values; every key a user may set is declared here, once:
 its type and default (the field), its meaning (the comment on its line, or the comment
-lines just above it), and what else a value must be (`setting`: a least value, a list of
-choices, hidden from users). `declared_keys()` reads them for the help (help.py), the
+lines just above it), and the least value a number may take (`setting`). `declared_keys()` reads them for the help (help.py), the
 command line's check (overrides.py), the composed jobs' check (validate.py) and the dry
 run's estimate (estimate.py), so that none of them keeps a list of its own.
 """
@@ -18,15 +17,12 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any, Dict, Mapping, Optional, get_type_hints
 
-# The failures a test may inject (debug_fault).
-FAULTS = ("crash", "hang", "raise", "stall_mid_compile", "oom_when_packed")
 
 
-def setting(default: Any, *, minimum: float | None = None, choices: tuple | None = None, hidden: bool = False) -> Any:
-    """A key's default with what else its value must be: at least `minimum`, one of
-    `choices` (None always allowed where the key is Optional); `hidden`: declared for the
-    tests, left out of the help and of the keys suggested for a typo."""
-    return field(default=default, metadata={"minimum": minimum, "choices": choices, "hidden": hidden})
+def setting(default: Any, *, minimum: float | None = None) -> Any:
+    """A key's default with the least value it may take (None always allowed where the key
+    is Optional)."""
+    return field(default=default, metadata={"minimum": minimum})
 
 
 
@@ -124,10 +120,6 @@ class JobConfig:
     dry_run: bool = False  # list the jobs the sweep would run (after every check), run none
     confirm_above: int = 50  # a sweep of more jobs asks for confirmation (or yes=true) first
     yes: bool = False  # run a sweep larger than confirm_above without asking
-    # For tests of failure handling only: crash (SIGSEGV), hang, or raise, in the job
-    # process right after setup; stall_mid_compile: hang once max-autotune has timed an op;
-    # oom_when_packed: run out of GPU memory while sharing a GPU (not alone on it).
-    debug_fault: Optional[str] = setting(None, choices=FAULTS, hidden=True)
 
 
 @dataclass(frozen=True)
@@ -139,8 +131,6 @@ class Key:
     default: Any
     doc: str  # the comment on the field's line, or the comment lines just above it
     minimum: float | None = None
-    choices: tuple | None = None
-    hidden: bool = False
 
 
 def _comments(cls) -> dict[str, str]:
@@ -174,7 +164,7 @@ def _keys(cls, prefix: str = "") -> dict[str, Key]:
         else:  # a key every job must set (none is declared so now)
             default = None
         out[prefix + f.name] = Key(prefix + f.name, hints[f.name], default, docs.get(f.name, ""),
-                                   f.metadata.get("minimum"), f.metadata.get("choices"), bool(f.metadata.get("hidden")))
+                                   f.metadata.get("minimum"))
     return out
 
 

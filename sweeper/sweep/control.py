@@ -111,7 +111,7 @@ def dry_run(jobs: list[Job], sweep_dir: Path, gpus: int | None = None) -> bool:
     """With dry_run=true: list the jobs, each with the device and batch size it will run
     with on a machine of `gpus` GPUs (None: not known, a cluster) and whether it would be
     skipped there, and say so (True); the sweep then runs none."""
-    from sweeper.sweep.machine import describe, resolved
+    from sweeper.sweep.machine import job_line, resolved
 
     if not (jobs and jobs[0].spec.config["dry_run"]):
         return False
@@ -120,7 +120,7 @@ def dry_run(jobs: list[Job], sweep_dir: Path, gpus: int | None = None) -> bool:
           + "; none started")
     for j in jobs:
         print(f"  #{j.num} {' '.join(o for o in j.overrides if not o.startswith('dry_run=')) or '(the defaults)'}")
-        print(f"       {describe(j.spec.config, gpus)}")
+        print(f"       {job_line(j.spec.config, gpus)}")
     return True
 
 

@@ -109,7 +109,7 @@ def sweep_seconds(job_seconds: list[float], slots: int) -> float:
     return max(ends)
 
 
-def describe(keys: list[str], labels: list[str], durations: dict[str, float], slots: int, gpu: str | None,
+def expected_line(keys: list[str], labels: list[str], durations: dict[str, float], slots: int, gpu: str | None,
              outputs: Path, read: int) -> str:
     """The dry run's line on expected time."""
     where = (f"on {gpu}" if gpu else "on a CPU" if gpu == "" else
@@ -146,6 +146,6 @@ def expected(overrides: dict[int, list[str]], outputs: Path, gpu: str | None, sl
     when no job has an earlier record)."""
     keys = [job_identity(o) for o in overrides.values()]
     durations, read = earlier_durations(outputs, set(keys), gpu)
-    line = describe(keys, [f"#{n}" for n in overrides], durations, slots, gpu, outputs, read)
+    line = expected_line(keys, [f"#{n}" for n in overrides], durations, slots, gpu, outputs, read)
     known = [durations[k] for k in keys if k in durations]
     return line, (sweep_seconds(known, slots) if known else None)

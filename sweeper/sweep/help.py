@@ -1,6 +1,6 @@
 """`python -m sweeper --help`: every key a user may set, with its values, default and
 meaning, read from the declarations in sweeper/sweep/config.py (`declared_keys`: the comment on a
-field's line, or the comment lines just above it; hidden keys left out), so that the help
+field's line, or the comment lines just above it), so that the help
 cannot drift from the config.
 Hydra shows it through hydra.help.template (conf/config.yaml); Hydra's own help is
 `--hydra-help`."""
@@ -54,7 +54,7 @@ def _default(value) -> str:
 
 def _rows() -> list[tuple[str, str, str, str]]:
     return [(name, _values(key.type, name), _default(key.default), key.doc)
-            for name, key in declared_keys().items() if not key.hidden]
+            for name, key in declared_keys().items()]
 
 
 def help_text() -> str:

@@ -71,6 +71,51 @@ def failed_record(spec: JobSpec, job_dir: Path, reason: str, duration_s: float, 
     return record
 
 
+def _prepare(spec: JobSpec, job_dir: Path) -> JobSpec:
+    """The job folder made, an earlier compile's bytes beside job.json (not in it), job.json
+    written, a result of an earlier run in this folder removed; the spec as written."""
+    job_dir.mkdir(parents=True, exist_ok=True)
+    spec = compile_store.place_seed(spec, job_dir)
+    (job_dir / "job.json").write_text(json.dumps(spec.to_json(), indent=1, default=str))
+    (job_dir / "result.json").unlink(missing_ok=True)
+    return spec
+
+
+def _job_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _watch(proc: subprocess.Popen, log_path: Path, progress: Callable[[str], None] | None,
+           watchdog: Watchdog | None, timeout_s: float | None, started: float) -> str | None:
+    """Until the job process ends: its phase lines relayed, its pauses watched, and the
+    process killed past its time limit (the time it stood paused not counted); the reason
+    when it was killed, else None."""
+    offset = 0
+    try:
+        while True:
+            try:
+                proc.wait(timeout=0.5 if watchdog else 1.0)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            offset = _relay(log_path, offset, progress)
+            if watchdog:
+                watchdog.check()
+            paused = watchdog.paused_s if watchdog else 0.0
+            if timeout_s and time.time() - started - paused > timeout_s:
+                _kill(proc)
+                _relay(log_path, offset, progress)
+                return f"timed out after {timeout_s:.0f} s (timeout_s); the process was killed"
+    except BaseException:
+        _kill(proc)  # Ctrl-C: leave no orphaned compile behind
+        raise
+    _relay(log_path, offset, progress)
+    return None
+
+
 def run_job_process(
     spec: JobSpec,
     job_dir: Path,
@@ -80,49 +125,21 @@ def run_job_process(
     """Run `python -m tasks.job job_dir` (under the job's own interpreter when its spec
     names one: config key `python`), relay its phase lines to `progress`, and return its
     result record (written by the job, or here when the process did not write one)."""
-    job_dir.mkdir(parents=True, exist_ok=True)
-    spec = compile_store.place_seed(spec, job_dir)  # an earlier compile's bytes beside job.json, not in it
-    (job_dir / "job.json").write_text(json.dumps(spec.to_json(), indent=1, default=str))
-    stale = job_dir / "result.json"
-    if stale.exists():
-        stale.unlink()
+    spec = _prepare(spec, job_dir)
     log_path = job_dir / "job.log"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO_ROOT), env.get("PYTHONPATH")]))
-    env["PYTHONUNBUFFERED"] = "1"
     started = time.time()
     with open(log_path, "w+b") as log:  # readable too: _log_if_removed
         # A session of its own, so that a timeout kills the job's compile workers too.
         proc = subprocess.Popen(
             [spec.python_executable or sys.executable, "-m", "tasks.job", str(job_dir)],
-            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(_REPO_ROOT),
+            stdout=log, stderr=subprocess.STDOUT, env=_job_env(), cwd=str(_REPO_ROOT),
             start_new_session=True, preexec_fn=_die_with_parent,
         )
-        reason = None
-        offset = 0
         # A packed job may be paused while another times its GPU (sweeper/host_pause.py): the
         # time it spent stopped does not count against its limit, and a pause whose pauser
         # died or hung is ended here.
         watchdog = _watchdog(spec, proc.pid)
-        try:
-            while True:
-                try:
-                    proc.wait(timeout=0.5 if watchdog else 1.0)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                offset = _relay(log_path, offset, progress)
-                if watchdog:
-                    watchdog.check()
-                paused = watchdog.paused_s if watchdog else 0.0
-                if timeout_s and time.time() - started - paused > timeout_s:
-                    _kill(proc)
-                    reason = f"timed out after {timeout_s:.0f} s (timeout_s); the process was killed"
-                    break
-        except BaseException:
-            _kill(proc)  # Ctrl-C: leave no orphaned compile behind
-            raise
-        _relay(log_path, offset, progress)
+        reason = _watch(proc, log_path, progress, watchdog, timeout_s, started)
         _kill_group(proc.pid)  # compile workers the job left behind
         removed_log = _log_if_removed(log, log_path)
     duration = time.time() - started

@@ -83,7 +83,7 @@ def resolved(config: dict, gpus: int | None) -> dict:
     return {"device": device, "device_why": why, "batch_size": batch, "batch_size_why": batch_why, "skipped": skipped}
 
 
-def describe(config: dict, gpus: int | None) -> str:
+def job_line(config: dict, gpus: int | None) -> str:
     """One line for the dry run: "device cpu (no GPU here), batch 2 (the CPU default)"."""
     r = resolved(config, gpus)
     out = f"device {r['device']}" + (f" ({r['device_why']})" if r["device_why"] else "")

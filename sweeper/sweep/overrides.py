@@ -84,7 +84,7 @@ def problems(args: list[str], groups: set[str]) -> list[str]:
     from hydra.errors import HydraException
 
     declared = _declarations()
-    keys = sorted(name for name, key in declared_keys().items() if not key.hidden)
+    keys = sorted(declared_keys())
     parser, out, inductor = OverridesParser.create(), [], {}
     for arg in args:
         if arg.startswith("-") or "=" not in arg:

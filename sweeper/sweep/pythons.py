@@ -91,7 +91,7 @@ def problem(name: str, info: dict, need_triton: bool) -> str | None:
     return None
 
 
-def describe(name: str, info: dict) -> str:
+def interpreter_line(name: str, info: dict) -> str:
     return (f"python={name}: {info['executable']} (Python {info.get('python')}, torch {info.get('torch')}, "
             f"triton {info.get('triton') or 'none'}, timm {info.get('timm')})")
 
@@ -126,4 +126,4 @@ def check(envs: dict[str, str], need_triton: bool, probe_all=None) -> list[str]:
     infos, problems = (probe_all or check_here)(envs, need_triton)
     if problems:
         raise SweepConfigError("; ".join(problems) + "; no job was run")
-    return [describe(name, info) for name, info in infos.items()]
+    return [interpreter_line(name, info) for name, info in infos.items()]

@@ -58,11 +58,9 @@ def sweep_configs(argv: list[str], conf_dir: Path) -> list[tuple[list[str], str]
 
 def job_yaml(config: dict, gpus: int | None) -> str:
     """A job's config as it will run here: `device: auto` and an unset `batch_size` as the
-    job resolves them (sweeper/sweep/machine.py), said in a comment; the hidden keys (the
-    tests' `debug_fault`) only when set; a job a CPU skips marked."""
+    job resolves them (sweeper/sweep/machine.py), said in a comment; a job a CPU skips
+    marked."""
     from omegaconf import OmegaConf
-
-    from sweeper.sweep.config import declared_keys
 
     r = resolved(config, gpus)
     notes = []
@@ -72,8 +70,5 @@ def job_yaml(config: dict, gpus: int | None) -> str:
     if config.get("batch_size") is None and r["batch_size"] is not None:
         config["batch_size"] = r["batch_size"]
         notes.append(f"batch_size: unset -> {r['batch_size']} ({r['batch_size_why']})")
-    for name, key in declared_keys().items():  # the hidden keys (the tests' debug_fault), unless set
-        if key.hidden and "." not in name and config.get(name) is None:
-            config.pop(name, None)
     head = "".join(f"# {n}\n" for n in notes) + (f"# SKIPPED here: {r['skipped']}\n" if r["skipped"] else "")
     return head + OmegaConf.to_yaml(OmegaConf.create(config))

@@ -20,7 +20,7 @@ def undeclared_keys(cfg: dict) -> list[str]:
     from sweeper.sweep.config import declared_keys
 
     keys = declared_keys()
-    shown = sorted(k for k, d in keys.items() if not d.hidden)
+    shown = sorted(keys)
     top = {k.split(".")[0] for k in keys}
     problems = [_undeclared(key, sorted({k.split(".")[0] for k in shown})) for key in cfg
                 if key != "hydra" and key not in top]
@@ -52,9 +52,9 @@ def check_declared_keys(cfg: dict) -> None:
 
 def setting_problem(key: str, value) -> str | None:
     """What is wrong with one key's value beyond its type (a model timm lacks, a batch of 0,
-    a negative time-out, a fault no test injects), None if nothing: the model is looked up
+    a negative time-out), None if nothing: the model is looked up
     in timm, the rest is read from the key's declaration (sweeper/sweep/config.py: its
-    least value, its choices). Checked on the command line's values before Hydra composes
+    least value). Checked on the command line's values before Hydra composes
     anything (sweeper/sweep/overrides.py), and on each composed job."""
     import typing
 
@@ -69,8 +69,6 @@ def setting_problem(key: str, value) -> str | None:
     declared = declared_keys().get(key)
     if declared is None or value is None:
         return None
-    if declared.choices is not None and value not in declared.choices:
-        return f"{key}={value}: one of {', '.join(map(str, declared.choices))}" + (" (tests only)" if declared.hidden else "")
     if declared.minimum is not None:
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if declared.minimum >= 1 and not (number and isinstance(value, int) and value >= declared.minimum):
