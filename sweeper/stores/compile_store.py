@@ -161,12 +161,9 @@ def _copy_id(meta_file: Path) -> str | None:
         return None
 
 
-def keep_in_storage(storage: Storage, job_dir: Path, config: dict, cache_dir: Path | None = None) -> int | None:
-    """Worker, with shared storage, once the job has ended: its blob (and a CPU job's
-    libraries) into the storage's compile store, replacing the one before, as absorb does
-    on the driver without storage; the job folder keeps none. The node keeps its copy
-    (`cache_dir`), so that its next job of this key reads nothing. Returns the bytes kept,
-    None when the job left none."""
+def _left_compile(job_dir: Path, config: dict) -> tuple[Path, Path, dict] | None:
+    """(blob, its meta file, the meta with the job's key) the job left, None when it left
+    no blob; StoreError when its meta cannot be read."""
     blob, meta_file = Path(job_dir) / BLOB, Path(job_dir) / META
     if not blob.is_file():
         return None
@@ -175,6 +172,24 @@ def keep_in_storage(storage: Storage, job_dir: Path, config: dict, cache_dir: Pa
     except (OSError, ValueError) as e:
         raise StoreError(f"{meta_file}: not readable ({e})") from e
     meta["key"] = key(config)
+    return blob, meta_file, meta
+
+
+def _kept_bytes(meta: dict) -> int:
+    """What a kept compile weighs: the blob and a CPU job's libraries."""
+    return int(meta.get("bytes") or 0) + int((meta.get("cpu_libs") or {}).get("bytes") or 0)
+
+
+def keep_in_storage(storage: Storage, job_dir: Path, config: dict, cache_dir: Path | None = None) -> int | None:
+    """Worker, with shared storage, once the job has ended: its blob (and a CPU job's
+    libraries) into the storage's compile store, replacing the one before, as absorb does
+    on the driver without storage; the job folder keeps none. The node keeps its copy
+    (`cache_dir`), so that its next job of this key reads nothing. Returns the bytes kept,
+    None when the job left none."""
+    left = _left_compile(job_dir, config)
+    if left is None:
+        return None
+    blob, meta_file, meta = left
     meta["copy_id"] = uuid.uuid4().hex  # which compile this is: a node's copy of another is read again
     entry = f"{COMPILE_STORE}/torch-{meta.get('torch')}/{_stem(config)}"
     libs = Path(job_dir) / LIBS
@@ -189,7 +204,7 @@ def keep_in_storage(storage: Storage, job_dir: Path, config: dict, cache_dir: Pa
     blob.unlink(missing_ok=True)
     libs.unlink(missing_ok=True)
     meta_file.unlink()
-    return int(meta.get("bytes") or 0) + int((meta.get("cpu_libs") or {}).get("bytes") or 0)
+    return _kept_bytes(meta)
 
 
 def _keep_node_copy(blob: Path, libs: Path, meta: dict, local: Path) -> None:
@@ -207,16 +222,12 @@ def absorb(store: Path, job_dir: Path, config: dict) -> int | None:
     """Driver, when the job's folder is back: its blob into the store, replacing the one
     before (the later compile is the one that fits this build); the job folder keeps none.
     Returns the bytes kept, None when the job left none."""
-    blob, meta_file = Path(job_dir) / BLOB, Path(job_dir) / META
-    if not blob.is_file():
+    left = _left_compile(job_dir, config)
+    if left is None:
         return None
-    try:
-        meta = json.loads(meta_file.read_text())
-    except (OSError, ValueError) as e:
-        raise StoreError(f"{meta_file}: not readable ({e})") from e
+    blob, meta_file, meta = left
     folder = torch_folder(store, str(meta.get("torch")))
     folder.mkdir(parents=True, exist_ok=True)
-    meta["key"] = key(config)
     libs, kept_libs = Path(job_dir) / LIBS, folder / f"{_stem(config)}{LIBS_SUFFIX}"
     for src, dest in ((libs, kept_libs), (blob, folder / f"{_stem(config)}.bin")):
         if src.is_file():
@@ -227,4 +238,4 @@ def absorb(store: Path, job_dir: Path, config: dict) -> int | None:
             kept_libs.unlink(missing_ok=True)
     atomic_write_text(folder / f"{_stem(config)}.json", json.dumps(meta, indent=1))
     meta_file.unlink()
-    return int(meta.get("bytes") or 0) + int((meta.get("cpu_libs") or {}).get("bytes") or 0)
+    return _kept_bytes(meta)
