@@ -13,7 +13,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sweeper.analysis.attribution import event_kernel_name, launch_sites
+from sweeper.analysis.attribution import event_kernel_name
+from sweeper.analysis.launch_sites import launch_sites
 from sweeper.record import read_record
 from sweeper.reporting.tables import record_label
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweeper.analysis.attribution import modules_said
+from sweeper.analysis.module_rollup import modules_said
 from sweeper.analysis.regression import CANNOT_JUDGE, CANNOT_JUDGE_NOISE_PCT, DEFAULT_THRESHOLD_PCT, FLAGGING, HOST, wall_ms
 from sweeper.reporting import sweeps as sw
 from sweeper.reporting.load import AggregateError

@@ -109,7 +109,7 @@ def launch_sites(ctx: JobContext, only: str | None = None) -> list:
     module names fitted; `only`: the one module of that path."""
     from pathlib import Path
 
-    from sweeper.analysis.attribution import sites_of, with_known_paths
+    from sweeper.analysis.launch_sites import sites_of, with_known_paths
 
     workload = made(ctx.workload, "the workload")
     known = {name for name, _ in workload.model.named_modules()}

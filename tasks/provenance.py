@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeper.analysis.attribution import BACKWARD, FORWARD, Work, tag_line
+from sweeper.analysis.launch_sites import BACKWARD, FORWARD, Work, tag_line
 from tasks.node_work import node_work
 
 # Bump when the tag's text changes: the cache key changes with it.

@@ -8,37 +8,39 @@ import pandas as pd
 import pytest
 
 from sweeper.analysis import attribution as at
+from sweeper.analysis import launch_sites as ls
+from sweeper.analysis import module_rollup as mr
 from sweeper.analysis.graph_breaks import graph_break, graph_breaks
 from sweeper.analysis.trace import Interval
 
 
 def stack(file: str, line: int, code: str, pass_: str, path: str, cls: str, node: str) -> str:
     return (f'  File "/venv/lib/python3.12/site-packages/{file}", line {line}, in forward\n    {code}\n'
-            + at.tag_line(pass_, path, cls, node))
+            + ls.tag_line(pass_, path, cls, node))
 
 
 def test_dynamo_module_paths_read_as_named_modules_spells_them():
-    assert at.normalize_path("L['self'].layer4[0].bn2") == "layer4.0.bn2"
-    assert at.normalize_path("G['model'].features.denseblock3.denselayer12.conv2") == \
+    assert ls.normalize_path("L['self'].layer4[0].bn2") == "layer4.0.bn2"
+    assert ls.normalize_path("G['model'].features.denseblock3.denselayer12.conv2") == \
         "features.denseblock3.denselayer12.conv2"
-    assert at.normalize_path("L['self'].blocks._modules['2'].conv") == "blocks.2.conv"
-    assert at.normalize_path("L['self']") == ""
-    assert at.fit_path("model.layer4.0.bn2", {"layer4", "layer4.0", "layer4.0.bn2"}) == "layer4.0.bn2"
-    assert at.fit_path("nowhere.x", {"layer4"}) == "nowhere.x"  # never made up
+    assert ls.normalize_path("L['self'].blocks._modules['2'].conv") == "blocks.2.conv"
+    assert ls.normalize_path("L['self']") == ""
+    assert ls.fit_path("model.layer4.0.bn2", {"layer4", "layer4.0", "layer4.0.bn2"}) == "layer4.0.bn2"
+    assert ls.fit_path("nowhere.x", {"layer4"}) == "nowhere.x"  # never made up
 
 
 def test_a_tag_reads_back_with_its_node_and_the_stacks_innermost_frame():
     s = stack("timm/models/resnet.py", 153, "x = self.bn2(x)", "backward", "L['self'].layer4[0].bn2",
               "BatchNorm2d", "native_batch_norm_backward_3")
-    assert at.read_tags(s) == [(at.Layer("layer4.0.bn2", "BatchNorm2d", "backward"), "native_batch_norm_backward_3",
+    assert ls.read_tags(s) == [(ls.Layer("layer4.0.bn2", "BatchNorm2d", "backward"), "native_batch_norm_backward_3",
                                 None)]
     # a matmul's tag carries its work, and reads back
-    w = at.Work(2 * 64 * 512 * 1000, 2 * (64 * 512 + 512 * 1000 + 64 * 1000), "float16")
-    tagged = at.tag_line("forward", "L['self'].fc", "Linear", "addmm", w)
-    assert at.read_tags(tagged) == [(at.Layer("fc", "Linear", "forward"), "addmm", w)]
-    assert at.innermost_frame(s) == ("timm/models/resnet.py", 153, "x = self.bn2(x)")
-    assert at.computes("convolution_backward_3", "convolution_backward")
-    assert not at.computes("convolution_backward_3", "convolution") and at.computes("mm", "mm")
+    w = ls.Work(2 * 64 * 512 * 1000, 2 * (64 * 512 + 512 * 1000 + 64 * 1000), "float16")
+    tagged = ls.tag_line("forward", "L['self'].fc", "Linear", "addmm", w)
+    assert ls.read_tags(tagged) == [(ls.Layer("fc", "Linear", "forward"), "addmm", w)]
+    assert ls.innermost_frame(s) == ("timm/models/resnet.py", 153, "x = self.bn2(x)")
+    assert ls.computes("convolution_backward_3", "convolution_backward")
+    assert not ls.computes("convolution_backward_3", "convolution") and ls.computes("mm", "mm")
 
 
 WRAPPER = """
@@ -67,7 +69,7 @@ STACKS = {
 
 
 def test_launch_sites_come_in_call_order_with_their_layers():
-    sites = at.sites_of(WRAPPER, STACKS)
+    sites = ls.sites_of(WRAPPER, STACKS)
     assert [(s.kernel, s.handle, s.extern) for s in sites] == [
         ("extern_kernels.convolution", 1, True), ("triton_poi_fused_bn_relu_0", 2, False),
         ("extern_kernels.mm", 3, True), ("triton_poi_fused_add_1", 4, False)]
@@ -75,7 +77,7 @@ def test_launch_sites_come_in_call_order_with_their_layers():
     # a fused batch-norm + ReLU kernel names both modules, each with its own line
     assert [la.path for la in sites[1].layers] == ["bn", "act"] and sites[1].layer_sources == ("m.py:11", "m.py:12")
     assert [la.path for la in sites[2].layers] == ["fc"]  # not the ReLU fused into its input
-    assert sites[3].layers == (at.Layer("", "Net", "forward"),)
+    assert sites[3].layers == (ls.Layer("", "Net", "forward"),)
 
 
 def k(name: str, start: float, dur: float, cat: str = "kernel") -> Interval:
@@ -83,7 +85,7 @@ def k(name: str, start: float, dur: float, cat: str = "kernel") -> Interval:
 
 
 def test_kernels_by_name_and_library_kernels_by_launch_order():
-    sites = at.sites_of(WRAPPER, STACKS)
+    sites = ls.sites_of(WRAPPER, STACKS)
     events = [k("sm90_xmma_fprop_implicit_gemm", 0, 100), k("triton_poi_fused_bn_relu_0", 100, 40),
               k("nvjet_sm90_hsh_gemm", 140, 60), k("triton_poi_fused_add_1", 200, 10)]
     placed = at.attribute_events(events, [sites], runs=1)
@@ -101,7 +103,7 @@ def test_a_gemm_under_a_convolution_goes_to_it_and_a_memset_with_no_extern_call_
     conv_only = WRAPPER.replace("extern_kernels.mm:3", "extern_kernels.convolution:3")
     stacks = {**STACKS, "extern_kernels.convolution:3": [
         stack("m.py", 13, "x = self.pw(x)", "forward", "L['self'].pw", "Conv2d", "convolution_1")]}
-    sites = at.sites_of(conv_only, stacks)
+    sites = ls.sites_of(conv_only, stacks)
     events = [k("triton_poi_fused_bn_relu_0", 0, 10), k("nvjet_sm90_hsh_gemm", 10, 30),
               k("cublasLt::splitKreduce_kernel", 40, 5), k("triton_poi_fused_add_1", 50, 10),
               k("Memset (Device)", 60, 2, "gpu_memset"), k("triton_poi_fused_add_1", 70, 10)]
@@ -110,20 +112,20 @@ def test_a_gemm_under_a_convolution_goes_to_it_and_a_memset_with_no_extern_call_
     assert rows["pw"] == pytest.approx(0.035)
     assert placed.unattributed == pytest.approx({at.NO_SITE: 0.002})
     # a convolution's kernel never goes to an mm call
-    mm = at.Site("extern_kernels.mm", 9, True)
+    mm = ls.Site("extern_kernels.mm", 9, True)
     assert not at.compatible(k("sm90_xmma_dgrad_implicit_gemm", 0, 1), mm)
     assert at.compatible(k("aten::mm", 0, 1, "cpu_op"), mm) and not at.compatible(k("aten::addmm", 0, 1, "cpu_op"), mm)
 
 
 def test_a_modules_leading_extern_call_and_time_between_graphs():
-    fwd = at.sites_of(WRAPPER, STACKS)
+    fwd = ls.sites_of(WRAPPER, STACKS)
     bwd_src = """
         # [Provenance debug handles] torch.ops.aten.convolution_backward.default:1
         buf = torch.ops.aten.convolution_backward.default(a, b)
         # [Provenance debug handles] triton_red_fused_sum_0:2
         triton_red_fused_sum_0.run(buf)
 """
-    bwd = at.sites_of(bwd_src, {"torch.ops.aten.convolution_backward.default:1": [
+    bwd = ls.sites_of(bwd_src, {"torch.ops.aten.convolution_backward.default:1": [
         stack("m.py", 10, "x = self.conv(x)", "backward", "L['self'].conv", "Conv2d", "convolution_backward")],
         "triton_red_fused_sum_0:2": [stack("m.py", 10, "x = self.conv(x)", "backward", "L['self'].conv", "Conv2d", "sum_1")]})
     events = [k("aten::ones_like", 0, 5, "cpu_op"),  # the loss's seed, before any graph
@@ -133,7 +135,7 @@ def test_a_modules_leading_extern_call_and_time_between_graphs():
               k("aten::convolution_backward", 110, 80, "cpu_op"), k("triton_red_fused_sum_0", 190, 10)]
     placed = at.attribute_events(events, [fwd, bwd], runs=1)
     assert placed.unattributed == pytest.approx({at.OUTSIDE: 0.012})
-    rows = at.rollup(at.summary(placed)["rows"])  # by module and pass, categories together
+    rows = mr.rollup(at.summary(placed)["rows"])  # by module and pass, categories together
     assert rows[("conv", "backward")] == pytest.approx(0.09) and rows[("conv", "forward")] == pytest.approx(0.05)
 
 
@@ -147,14 +149,14 @@ def test_a_kernel_launched_from_two_sites_follows_the_sequence():
 """
     stacks = {f"triton_poi_fused_relu_0:{h}": [stack("m.py", h, "x", "forward", f"L['self'].act{h}", "ReLU", "relu")]
               for h in (1, 3)}
-    sites = at.sites_of(src, stacks)
+    sites = ls.sites_of(src, stacks)
     events = [k("triton_poi_fused_relu_0", 0, 10), k("triton_poi_fused_add_1", 10, 1), k("triton_poi_fused_relu_0", 20, 30)]
     rows = {r["module"]: r["device_ms"] for r in at.summary(at.attribute_events(events, [sites], 1))["rows"]}
     assert rows == pytest.approx({"act1": 0.01, "act3": 0.03})
 
 
 def test_the_summary_is_scaled_to_the_breakdown_and_fills_the_kernel_columns():
-    sites = at.sites_of(WRAPPER, STACKS)
+    sites = ls.sites_of(WRAPPER, STACKS)
     events = [k("aten::convolution", 0, 100, "cpu_op"), k("triton_poi_fused_bn_relu_0", 100, 100)]
     breakdown = {"runs": 2, "device_ms": 0.05,  # the profiled 0.1 ms a run, scaled to the unprofiled run
                  "kernels": [{"name": "aten::convolution"}, {"name": "triton_poi_fused_bn_relu_0"}, {"name": "x"}]}
@@ -232,17 +234,17 @@ def test_a_real_compile_tags_its_kernels_and_reports_its_graph_break(tmp_path, m
     works = {}
     for m in capture.modules:
         assert m.stack_traces, m.label()
-        for site in at.with_known_paths(at.sites_of(open(m.path).read(), m.stack_traces), known):
+        for site in ls.with_known_paths(ls.sites_of(open(m.path).read(), m.stack_traces), known):
             layers |= {(la.path, la.cls, la.pass_) for la in site.layers}
-            if site.extern and at.extern_op(site.kernel).startswith("convolution"):
+            if site.extern and ls.extern_op(site.kernel).startswith("convolution"):
                 assert [la.path for la in site.layers] == ["conv"], site
             if site.extern:
-                works[(at.extern_op(site.kernel), site.layers[0].pass_ if site.layers else None)] = site.work
+                works[(ls.extern_op(site.kernel), site.layers[0].pass_ if site.layers else None)] = site.work
     # each extern call carries the work of its op, by hand: the conv's output is 2x8x6x6, each
     # element 3x3x3 multiply-adds; its backward computes the weight's gradient only (the input
     # needs none): as many; the fc (addmm, 2x8 by 8x4) 2x8x4 multiply-adds
     conv = 2 * (2 * 8 * 6 * 6) * (3 * 3 * 3)
-    assert works[("convolution", "forward")] == at.Work(conv, 4 * (2 * 3 * 8 * 8 + 8 * 3 * 3 * 3 + 8 + 2 * 8 * 6 * 6),
+    assert works[("convolution", "forward")] == ls.Work(conv, 4 * (2 * 3 * 8 * 8 + 8 * 3 * 3 * 3 + 8 + 2 * 8 * 6 * 6),
                                                         "float32")
     assert works[("convolution_backward", "backward")].flops == conv
     assert works[("addmm", "forward")].flops == 2 * 2 * 8 * 4
@@ -289,10 +291,10 @@ def test_a_compare_names_the_model_modules_of_the_kernels_that_moved():
 
     diff = rg.kernel_diffs(table(0, 1.0), table(1, 1.5), {"k": (0, 1)})["k"]
     assert diff["change"].tolist() == ["slower"]
-    assert at.modules_said(diff["model_modules"].iloc[0]) == \
+    assert mr.modules_said(diff["model_modules"].iloc[0]) == \
         "features.denseblock4.denselayer1.conv2 (Conv2d, backward) and 15 more"
-    assert at.modules_said("a (X, forward); b (Y, forward); c (Z, forward)") == "a (X, forward); b (Y, forward) and 1 more"
-    assert at.modules_said(None) is None
+    assert mr.modules_said("a (X, forward); b (Y, forward); c (Z, forward)") == "a (X, forward); b (Y, forward) and 1 more"
+    assert mr.modules_said(None) is None
 
 
 def test_real_h100_records_read_as_time_by_model_code(tmp_path):

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from sweeper.analysis import attribution as at
+from sweeper.analysis import launch_sites as ls
 from sweeper.analysis import roofline as rl
 from sweeper.analysis.trace import Interval
 from tests.conftest import FIXTURES, H200, read_text, sweep_from_fixture
@@ -78,10 +79,10 @@ def test_the_bound_is_the_slower_roof_and_tf32_bounds_float32_convolutions():
 def test_each_launch_site_is_bounded_by_its_work_and_what_is_left_is_ranked():
     """A hand-made step: a convolution whose library call launches a layout transform and the
     kernel, a Triton kernel with Inductor's bytes, and a memset between graphs."""
-    layer = at.Layer("features.conv0", "Conv2d", "forward")
-    conv = at.Site("extern_kernels.convolution", 1, True, layers=(layer,), sources=("timm/x.py:3",),
-                   work=at.Work(2e9, 20e6, "float16"))
-    relu = at.Site("triton_poi_fused_relu_0", 2, False, layers=(at.Layer("features.relu0", "ReLU", "forward"),))
+    layer = ls.Layer("features.conv0", "Conv2d", "forward")
+    conv = ls.Site("extern_kernels.convolution", 1, True, layers=(layer,), sources=("timm/x.py:3",),
+                   work=ls.Work(2e9, 20e6, "float16"))
+    relu = ls.Site("triton_poi_fused_relu_0", 2, False, layers=(ls.Layer("features.relu0", "ReLU", "forward"),))
     events = [Interval("nchwToNhwcKernel", "kernel", 0, 10), Interval("sm90_xmma_fprop", "kernel", 10, 30),
               Interval("triton_poi_fused_relu_0", "kernel", 40, 20), Interval("Memset (Device)", "gpu_memset", 70, 5)]
     placed = at.Placed(runs=1, event_sites=[((conv, 1.0),), ((conv, 1.0),), ((relu, 1.0),), ()])
@@ -144,7 +145,8 @@ def test_an_h200_modules_triton_kernels_are_ranked_by_what_is_left_to_win():
     """The H200 resnet18 forward's own trace, placed on its launch sites by name, each Triton
     kernel bounded by Inductor's bytes at a 4000 GB/s copy roof: the first row's figures
     by hand."""
-    from sweeper.analysis.attribution import attribute_events, sites_of
+    from sweeper.analysis.attribution import attribute_events
+    from sweeper.analysis.launch_sites import sites_of
     from sweeper.analysis.trace import load_trace
 
     wrapper = read_text(H200 / "resnet18_forward_0.py.gz")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from sweeper.analysis.attribution import short_file
+from sweeper.analysis.launch_sites import short_file
 
 _AT_RE = re.compile(r"^Graph break in user code at (.+):(\d+)\s*$", re.M)
 _FRAME_RE = re.compile(r'^\s*File "(.+?)", line (\d+), in (\S+)\s*$')

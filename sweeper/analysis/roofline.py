@@ -21,7 +21,8 @@ import re
 from collections import defaultdict
 from typing import Mapping, Sequence
 
-from sweeper.analysis.attribution import Placed, Site
+from sweeper.analysis.attribution import Placed
+from sweeper.analysis.launch_sites import Site
 from sweeper.analysis.categories import categorize
 from sweeper.analysis.trace import Interval
 

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from sweeper.analysis.attribution import modules_said
+from sweeper.analysis.module_rollup import modules_said
 from sweeper.command_line import rerun_command
 from sweeper.reporting import tables
 from sweeper.reporting.figures import device_word

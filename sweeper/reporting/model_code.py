@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sweeper.analysis.attribution import block_of
+from sweeper.analysis.module_rollup import block_of
 from sweeper.analysis.categories import CATEGORIES, category_label
 from sweeper.reporting.findings import Finding, _ms, _num, _ok, by_job
 from sweeper.reporting.pairs import one_key_pairs
@@ -33,7 +33,7 @@ FIGURE_JOBS = 6  # panels
 
 
 def rollup(rows: pd.DataFrame, depth: int) -> pd.Series:
-    """ms a step by block of `depth` components (attribution.block_of: a layer counts in
+    """ms a step by block of `depth` components (module_rollup.block_of: a layer counts in
     each block that holds it), costliest first."""
     return rows.groupby(_blocks(rows, depth), sort=False)["device_ms"].sum().sort_values(ascending=False)
 

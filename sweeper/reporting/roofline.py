@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from sweeper.analysis.attribution import is_extern  # noqa: E402
+from sweeper.analysis.launch_sites import is_extern  # noqa: E402
 from sweeper.analysis.categories import LIBRARY, TRITON_TEMPLATE, category_label  # noqa: E402
 from sweeper.reporting.figures import Figure, _save  # noqa: E402
 from sweeper.reporting.findings import Finding  # noqa: E402
