@@ -22,6 +22,7 @@ import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 SWEEPS = "sweeps"
 COMPILE_STORE = "compile_store"
@@ -88,32 +89,27 @@ class Storage:
         mtime = info.mtime.timestamp() if info.mtime is not None else 0.0
         return int(info.size or 0), mtime
 
-    def put_file(self, local: Path, rel: str) -> int:
-        """A local file to `rel`, replacing what was there whole (a folder's copy is written
-        beside it and renamed; an object store's put is whole already); its bytes."""
+    def _put(self, rel: str, write: Callable[[Any], object]) -> None:
+        """`write(stream)` into `rel`, replacing what was there whole: a folder's copy is
+        written beside it and renamed; an object store's put is whole already."""
         fs = _filesystem(self.uri)[0]
         dest = self._path(rel)
         target = f"{dest}.{uuid.uuid4().hex[:8]}.part" if self.local else dest
         if self.local:
             fs.create_dir(dest.rsplit("/", 1)[0], recursive=True)
-        with open(local, "rb") as src, fs.open_output_stream(target) as out:
-            shutil.copyfileobj(src, out, _CHUNK)
+        with fs.open_output_stream(target) as out:
+            write(out)
         if self.local:
             fs.move(target, dest)
+
+    def put_file(self, local: Path, rel: str) -> int:
+        """A local file to `rel`, whole; its bytes."""
+        with open(local, "rb") as src:
+            self._put(rel, lambda out: shutil.copyfileobj(src, out, _CHUNK))
         return Path(local).stat().st_size
 
     def put_bytes(self, data: bytes, rel: str) -> None:
-        fs = _filesystem(self.uri)[0]
-        dest = self._path(rel)
-        if self.local:
-            fs.create_dir(dest.rsplit("/", 1)[0], recursive=True)
-            target = f"{dest}.{uuid.uuid4().hex[:8]}.part"
-            with fs.open_output_stream(target) as out:
-                out.write(data)
-            fs.move(target, dest)
-            return
-        with fs.open_output_stream(dest) as out:
-            out.write(data)
+        self._put(rel, lambda out: out.write(data))
 
     def put_tree(self, local_dir: Path, rel: str, leave_out: tuple[str, ...] = ()) -> int:
         """Every file under `local_dir` (its top-level entries named in `leave_out` left out)

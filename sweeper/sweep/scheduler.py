@@ -19,6 +19,7 @@ one that runs nothing, for the tests and benches: sweeper/sweep/memory_executor.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import sys
 import time
@@ -72,7 +73,7 @@ class Scheduler:
     alone: dict[int, str] = field(default_factory=dict)  # job -> why it runs again alone on its GPU
     summary_at: float = 0.0  # when summary.json was last written
 
-    @property
+    @functools.cached_property
     def storage(self) -> Storage | None:
         """The shared storage the workers keep the compile store in (storage_path), if any."""
         return Storage.of(self.settings.storage_path)
