@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from sweeper.analysis.autotune_decisions import NOISE_QUANTILE, REAL, WITHIN
-from sweeper.reporting.findings import Finding
+from sweeper.reporting.finding import Finding
 from sweeper.reporting.pairs import one_key_pairs
 
 

@@ -12,7 +12,7 @@ from sweeper.analysis.module_rollup import modules_said
 from sweeper.command_line import rerun_command
 from sweeper.reporting import tables
 from sweeper.reporting.figures import device_word
-from sweeper.reporting.findings import Finding
+from sweeper.reporting.finding import Finding
 from sweeper.reporting.html_parts import esc, fmt_num, link, log_of, short
 
 

@@ -21,7 +21,7 @@ import pandas as pd
 
 from sweeper.analysis.module_rollup import block_of
 from sweeper.analysis.categories import CATEGORIES, category_label
-from sweeper.reporting.findings import Finding, _ms, _num, _ok, by_job
+from sweeper.reporting.finding import Finding, ms_text, number, ok_jobs, by_job
 from sweeper.reporting.pairs import one_key_pairs
 
 BLOCK_MAX_SHARE_PCT = 60.0
@@ -59,19 +59,19 @@ def where_in_model(jobs: pd.DataFrame, modules: pd.DataFrame, kernels: pd.DataFr
     rows_of = by_job(modules)
     step_kernels = kernels[kernels["scope"] == "step"] if "scope" in kernels else kernels
     kernels_of = by_job(step_kernels)
-    for _, r in _ok(jobs).iterrows():
+    for _, r in ok_jobs(jobs).iterrows():
         mine = rows_of.get(r["job"])
         if mine is None or mine.empty or float(mine["device_ms"].sum()) <= 0:
             continue
         dev = "GPU" if isinstance(r.get("gpu"), str) and r.get("gpu") else "CPU"
-        total = _num(r.get("device_ms")) or float(mine["device_ms"].sum())
+        total = number(r.get("device_ms")) or float(mine["device_ms"].sum())
         depth = block_depth(mine)
         blocks = rollup(mine, depth)
         block, block_ms = str(blocks.index[0]), float(blocks.iloc[0])
         inside = mine[mine["module"].map(lambda p: str(p) == block or str(p).startswith(block + "."))]
         by_pass = inside.groupby("pass")["device_ms"].sum()
         passes = ", ".join(f"{p} {float(by_pass[p]) / total * 100:.0f}%" for p in ("forward", "backward") if p in by_pass)
-        text = (f"{r['label']}: {block_ms / total * 100:.0f}% of its {dev} time a step ({_ms(block_ms)}) is in "
+        text = (f"{r['label']}: {block_ms / total * 100:.0f}% of its {dev} time a step ({ms_text(block_ms)}) is in "
                 f"{block}" + (f" ({passes})" if passes else ""))
         layer = inside.groupby(["module", "class", "pass"])["device_ms"].sum().sort_values(ascending=False)
         if len(layer):
@@ -79,18 +79,18 @@ def where_in_model(jobs: pd.DataFrame, modules: pd.DataFrame, kernels: pd.DataFr
             own = inside[(inside["module"] == path) & (inside["pass"] == pass_)].sort_values("device_ms")
             source = next((str(x) for x in own["source"] if isinstance(x, str)), None) if "source" in own else None
             text += (f"; its costliest layer, {path} ({cls}, {pass_}"
-                     + (f", called at {source}" if source else "") + f"), takes {_ms(ms)}, mostly "
+                     + (f", called at {source}" if source else "") + f"), takes {ms_text(ms)}, mostly "
                      f"{category_label(str(own.iloc[-1]['category']), dev)}")
             k = _costliest_kernel_of(kernels_of.get(r["job"]), path, pass_)
             if k is not None:
                 text += f" (its costliest kernel: {_short(str(k['kernel']))})"
-        placed = _num(r.get("model_code_pct"))
+        placed = number(r.get("model_code_pct"))
         text += "." + (f" {placed:.0f}% of the kernel time inside compiled graphs is placed on the model's code"
                        if placed is not None else "")
-        outside = _num(r.get("outside_graphs_ms"))
+        outside = number(r.get("outside_graphs_ms"))
         if outside:
-            text += f"; {_ms(outside)} a step runs outside them"
-        breaks = _num(r.get("graph_breaks"))
+            text += f"; {ms_text(outside)} a step runs outside them"
+        breaks = number(r.get("graph_breaks"))
         if breaks:
             text += f"; the step has {breaks:.0f} graph break{'s' if breaks != 1 else ''}"
         text += "." if placed is not None or outside or breaks else ""
@@ -135,11 +135,11 @@ def module_pairs(jobs: pd.DataFrame, modules: pd.DataFrame) -> list[Finding]:
         moved = moved[moved.abs() >= PAIR_MIN_MS].sort_values(key=lambda s: -s.abs())
         if moved.empty:
             continue
-        parts = [f"{'saved' if ms < 0 else 'added'} {_ms(abs(float(ms)))} a step in {block} {pass_}"
+        parts = [f"{'saved' if ms < 0 else 'added'} {ms_text(abs(float(ms)))} a step in {block} {pass_}"
                  for (block, pass_), ms in moved.head(PAIR_BLOCKS_SAID).items()]
         total = float(b["device_ms"].sum() - a["device_ms"].sum())
         text = (f"{words[p.key]} on {p.a['label']}: " + "; ".join(parts)
-                + f" (the step's kernel time {'down' if total < 0 else 'up'} {_ms(abs(total))} in all).")
+                + f" (the step's kernel time {'down' if total < 0 else 'up'} {ms_text(abs(total))} in all).")
         out.append(Finding("module_pairs", p.a["label"], text, "#fig-modules",
                            {"key": p.key, "moved_ms": {f"{k[0]} {k[1]}": float(v) for k, v in moved.head(10).items()}}))
     return out
@@ -153,7 +153,7 @@ def modules_figure(jobs: pd.DataFrame, modules: pd.DataFrame, out_dir: Path):
     title = "the costliest model modules a step"
     if modules.empty:
         return fg.Figure("modules", title, None, "no job recorded its time by model code (records from before it, or none finished)")
-    ok = _ok(jobs)
+    ok = ok_jobs(jobs)
     ok = ok[ok["job"].isin(set(modules["job"]))]
     if ok.empty:
         return fg.Figure("modules", title, None, "no finished job recorded its time by model code")

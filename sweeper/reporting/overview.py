@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from sweeper.analysis.categories import CATEGORIES, category_label
-from sweeper.reporting.findings import Finding
+from sweeper.reporting.finding import Finding
 
 # Up to this many jobs the page lists every finding on its first screen, as for the
 # 4-job command; above it the sweep's overview comes first and each job's findings go to

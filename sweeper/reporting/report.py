@@ -17,7 +17,7 @@ import pandas as pd
 
 from sweeper.command_line import rerun_command
 from sweeper.reporting.figures import Figure
-from sweeper.reporting.findings import Finding
+from sweeper.reporting.finding import Finding
 from sweeper.reporting.load import LoadedSweep
 from sweeper.reporting.overview import SMALL_SWEEP_JOBS, Overview, rule_summaries
 from sweeper.reporting.html_parts import (OPEN_SCRIPT, RENDERED_SCRIPT, STYLE, TABLE_SCRIPT, esc, fmt_num, fold_close,

@@ -16,7 +16,7 @@ import pandas as pd  # noqa: E402
 from sweeper.analysis.launch_sites import is_extern  # noqa: E402
 from sweeper.analysis.categories import LIBRARY, TRITON_TEMPLATE, category_label  # noqa: E402
 from sweeper.reporting.figures import Figure, _save  # noqa: E402
-from sweeper.reporting.findings import Finding  # noqa: E402
+from sweeper.reporting.finding import Finding  # noqa: E402
 
 TOP_TO_WIN = 10  # launches the finding and the overview's table name
 
