@@ -180,7 +180,7 @@ def test_where_the_time_goes_on_a_cpu_names_cpu_libraries():
 def test_the_pairs_figure_mentions_the_model_pair_only_where_the_sweep_has_one_of_them(tmp_path):
     """A resnet18 sweep was never after densenet121 against mixnet_l: its note does not say
     the pair is missing; a sweep with densenet121 alone does."""
-    from sweeper.reporting.figures import pairs_figure
+    from sweeper.reporting.pair_figures import pairs_figure
 
     def one(model):
         return pd.DataFrame([{"job": 0, "label": f"{model} b2 train bf16", "status": "ok", "model": model,

@@ -186,5 +186,7 @@ def test_figures_show_every_bar_with_headroom_keys_inside_and_titles_that_match(
     assert "orange" not in drawn["compile"]["xlabel"]
     pair = jobs.assign(key=["model=a,autotune=False", "model=a,autotune=True"], compiled_step_ms=[2.0, 1.5],
                        model="a")
-    tuned = fg.autotune_figure(pair, cats, pd.DataFrame(columns=["job", "headroom_pct"]), tmp_path)
+    from sweeper.reporting.pair_figures import autotune_figure
+
+    tuned = autotune_figure(pair, cats, pd.DataFrame(columns=["job", "headroom_pct"]), tmp_path)
     assert tuned.path is not None and "headroom" not in tuned.title  # no headroom panel drawn, none named

@@ -1,5 +1,5 @@
-"""Which figures a sweep gets (figures.py draws them for a few jobs, many_jobs_figures.py
-for many): the list the report shows, in its order."""
+"""Which figures a sweep gets (figures.py and pair_figures.py draw them for a few jobs,
+many_jobs_figures.py for many): the list the report shows, in its order."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pandas as pd
 
 from sweeper.reporting import figures as fg
 from sweeper.reporting import many_jobs_figures as many
+from sweeper.reporting import pair_figures as pf
 
 
 def all_figures(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame, out_dir: Path,
@@ -20,12 +21,12 @@ def all_figures(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame, out
     many_jobs = len(fg._ok(jobs)) > fg.MANY_JOBS
     if many_jobs:
         figures = [many.shares_heatmap(jobs, cats, out_dir), many.busy_by_group(jobs, out_dir),
-                   fg.pairs_figure(jobs, cats, out_dir), many.categories_top(jobs, cats, out_dir),
-                   fg.autotune_figure(jobs, cats, bench, out_dir), many.roofline_by_family(bench, jobs, out_dir),
+                   pf.pairs_figure(jobs, cats, out_dir), many.categories_top(jobs, cats, out_dir),
+                   pf.autotune_figure(jobs, cats, bench, out_dir), many.roofline_by_family(bench, jobs, out_dir),
                    many.compile_ranked(jobs, out_dir)]
     else:
-        figures = [fg.shares_figure(jobs, cats, out_dir), fg.busy_figure(jobs, out_dir), fg.pairs_figure(jobs, cats, out_dir),
-                   fg.categories_figure(jobs, cats, out_dir), fg.autotune_figure(jobs, cats, bench, out_dir),
+        figures = [fg.shares_figure(jobs, cats, out_dir), fg.busy_figure(jobs, out_dir), pf.pairs_figure(jobs, cats, out_dir),
+                   fg.categories_figure(jobs, cats, out_dir), pf.autotune_figure(jobs, cats, bench, out_dir),
                    fg.roofline_figure(bench, out_dir), fg.compile_figure(jobs, out_dir)]
     if modules is not None:
         from sweeper.reporting.model_code import modules_figure
