@@ -153,7 +153,7 @@ def test_history_compare_names_no_cause_that_cannot_account_for_the_change(tmp_p
 
 
 def test_the_rule_line_speaks_of_what_ran():
-    from sweeper.history import rule_line
+    from sweeper.reporting.compare_text import rule_line
 
     cpu_only = rule_line(pd.DataFrame({"gpu_old": [None, None], "gpu_new": [None, None]}), 5.0, "no history")
     assert cpu_only.startswith("flagged: the compiled step's time changed") and "kernels' time" not in cpu_only
@@ -268,7 +268,7 @@ def test_history_skips_unfinished_sweeps_with_a_note_and_trends_by_date(tmp_path
     trend = history("trend", nights, "--out", tmp_path / "t.png", check_rc=0)
     assert f"trend of 2 sweeps: wrote {tmp_path / 't.png'}" in trend.stdout
     assert (tmp_path / "t.png").stat().st_size > 10_000
-    from sweeper.history import trend_figure
+    from sweeper.reporting.trend import trend_figure
 
     _, data = trend_figure([old, new], tmp_path / "t2.png")
     assert sorted(data["started"].dt.strftime("%Y-%m-%d").unique()) == ["2026-11-28", "2026-12-01"]
@@ -279,7 +279,7 @@ def test_a_trend_of_one_sweep_spans_hours_not_years(tmp_path):
     import matplotlib.dates as mdates
     import pandas as pd
 
-    from sweeper.history import date_limits, trend_figure
+    from sweeper.reporting.trend import date_limits, trend_figure
 
     one = night(tmp_path / "nightly", "2026-11-28")
     _, data = trend_figure([one], tmp_path / "one.png")

@@ -199,7 +199,7 @@ def test_one_key_pairs_finds_what_comparing_every_two_jobs_finds():
 
 
 def test_the_trend_of_many_jobs_draws_the_flagged_ones_and_a_band(nights, tmp_path):
-    from sweeper.history import TREND_LINES, last_flagged, most_changed, trend_data, trend_figure
+    from sweeper.reporting.trend import TREND_LINES, last_flagged, most_changed, trend_data, trend_figure
 
     first, second, _, _ = nights
     data = trend_data([first, second])
