@@ -12,7 +12,7 @@ import torch
 
 from sweeper.analysis.breakdown import spread as _spread
 from sweeper.analysis.breakdown import wall_figure
-from sweeper.record import ModuleEntry, Spread
+from sweeper.record_schema import ModuleEntry, Spread
 from tasks.capture import CapturedModule, loaded_module
 from tasks.profiling import analyse, model_code, profile_calls
 from tasks.timing import probed_round, synchronize, time_calls

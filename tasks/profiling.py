@@ -17,7 +17,7 @@ from tasks.timing import synchronize
 
 if TYPE_CHECKING:
     from sweeper.analysis.attribution import Placed
-    from sweeper.record import Breakdown
+    from sweeper.record_schema import Breakdown
 
 
 def profile_calls(fn: Callable[[], object], n: int, device: str, label: str, trace_path: Path) -> list[dict]:

@@ -90,7 +90,7 @@ def test_resolved_keys_that_are_config_keys_are_the_ones_kept_in_an_upgraded_con
     job's config declares too: a new resolved key that is a config key must be listed."""
     import dataclasses
 
-    from sweeper.record import ASKED_TOO, RESOLVED_KEYS
+    from sweeper.record_schema import ASKED_TOO, RESOLVED_KEYS
     from sweeper.sweep.config import JobConfig
 
     declared = {f.name for f in dataclasses.fields(JobConfig)}
