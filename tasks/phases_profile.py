@@ -126,7 +126,7 @@ def launch_sites(ctx: JobContext, only: str | None = None) -> list:
 
 
 def profile_modules(ctx: JobContext) -> None:
-    from tasks import kernel_bench
+    from tasks.kernel_table import kernel_table
     from tasks.modules_profile import profile_module
 
     for run in ctx.modules:
@@ -139,8 +139,7 @@ def profile_modules(ctx: JobContext) -> None:
         ctx.record["modules"].append(run.entry)
         if run.entry.get("trace"):
             ctx.record["artifacts"]["traces"][label] = run.entry["trace"]
-    ctx.record["kernel_table"] = kernel_bench.kernel_table(ctx.record, ctx.device,
-                                                           made(ctx.capture, "the module capture").modules)
+    ctx.record["kernel_table"] = kernel_table(ctx.record, ctx.device, made(ctx.capture, "the module capture").modules)
 
 
 def wants_microbench(ctx: JobContext) -> bool:
@@ -167,12 +166,13 @@ def prepare_microbench(ctx: JobContext) -> None:
     """The microbenchmarks' CPU half, without the GPU's lease: each kernel file loaded
     afresh and the candidate configs compiled (tasks/kernel_bench.prepare)."""
     from tasks import kernel_bench
+    from tasks.kernel_table import kernel_objects
 
     table = _kernel_table(ctx)
     say(f"prepare {len(table['rows'])} kernels for their microbenchmarks")
     try:
         modules = made(ctx.capture, "the module capture").modules
-        ctx.microbench_ready = kernel_bench.prepare(table, kernel_bench.kernel_objects(modules),
+        ctx.microbench_ready = kernel_bench.prepare(table, kernel_objects(modules),
                                                     _microbench_budget(ctx))
     except Exception as e:  # noqa: BLE001 - the breakdown stands without the microbenchmarks
         table["error"] = f"microbenchmarks failed: {failure_reason(e, ctx.record)}"

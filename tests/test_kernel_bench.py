@@ -84,7 +84,7 @@ def test_cpu_rows_say_there_is_no_standalone_benchmark():
 KERNEL_FILES = r"""
 import json, sys
 from types import SimpleNamespace
-from tasks.kernel_bench import kernel_files
+from tasks.kernel_table import kernel_files
 print(json.dumps(kernel_files([SimpleNamespace(path=p) for p in sys.argv[1:]])))
 """
 
@@ -144,7 +144,7 @@ def test_a_kernel_file_that_cannot_be_written_again_keeps_its_path(tmp_path):
     so the kernel's row says FileNotFoundError when it is timed; the breakdown goes on."""
     from types import SimpleNamespace
 
-    from tasks.kernel_bench import kernel_files
+    from tasks.kernel_table import kernel_files
 
     source = read_text(H200 / "resnet18_forward_0.py.gz")
     name, path = next((n, p) for n, p in kernel_definitions(source).items() if n.startswith("triton_"))
