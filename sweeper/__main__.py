@@ -42,11 +42,11 @@ def run_one(cfg: DictConfig) -> None:
 
 def main() -> None:
     """The launcher ends its sweep itself (sm.close_sweep, exiting non-zero when a job
-    failed). `sweeper store ...` is the autotune store's own command (sweeper/store.py)."""
+    failed). `sweeper store ...` is the autotune store's own command (sweeper/stores/command.py)."""
     if sys.argv[1:2] == ["store"]:
-        from sweeper import store
+        from sweeper.stores import command
 
-        sys.exit(store.main(sys.argv[2:]))
+        sys.exit(command.main(sys.argv[2:]))
     if not any(a in ("--help", "-h", "--hydra-help") for a in sys.argv[1:]):  # bad keys and values: exit 2
         stop_on_problem(check_overrides, sys.argv[1:], CONF_DIR)
     if wants_config(sys.argv[1:]):  # --cfg over a sweep: each job's config (show_config.py)

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from sweeper.analysis import autotune_decisions as ad
-from sweeper.store import read_export
+from sweeper.stores.export import read_export
 from sweeper.stores import autotune_store as st
 from tests.conftest import H200
 

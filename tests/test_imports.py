@@ -45,8 +45,8 @@ def graph(*packages: str) -> dict[str, set[str]]:
 # processes, the stores' exchange with each job) and what reads finished ones. The job
 # shares with it only the record, the identity, the analysis, the stores' file formats, the
 # model names and Inductor's options, and the node's pause files.
-DRIVER = ("sweeper.sweep", "sweeper.reporting", "sweeper.stores.exchange", "sweeper.store", "sweeper.history",
-          "sweeper.aggregate", "sweeper.__main__", "hydra_plugins")
+DRIVER = ("sweeper.sweep", "sweeper.reporting", "sweeper.stores.exchange", "sweeper.stores.command", "sweeper.stores.export",
+          "sweeper.store", "sweeper.history", "sweeper.aggregate", "sweeper.__main__", "hydra_plugins")
 JOB_AND_DRIVER = ("sweeper", "tasks", "hydra_plugins")
 
 

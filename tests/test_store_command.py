@@ -1,4 +1,4 @@
-"""The autotune store's own command (sweeper/store.py): show, export, import, prune; and
+"""The autotune store's own command (sweeper/stores/command.py, export.py): show, export, import, prune; and
 that two writers into one store lose nothing. The store files are made by the store's own
 functions (sweeper/stores/autotune_store.py), as a job's entries are absorbed."""
 
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from sweeper import store as cmd
+from sweeper.stores import command as cmd
+from sweeper.stores.export import MANIFEST
 from sweeper.stores import autotune_store as st
 from tasks import job_stores
 from tasks.torch_internals.kernel_configs import CODE_INDEX
@@ -90,7 +91,7 @@ def _rewrite(src: Path, dest: Path, change) -> Path:
 
 
 def _manifest_version(name, data, version=2):
-    if name != cmd.MANIFEST:
+    if name != MANIFEST:
         return data
     return json.dumps({**json.loads(data), "version": version}).encode()
 
@@ -111,7 +112,7 @@ def test_a_damaged_or_foreign_file_is_refused_and_the_store_is_untouched(tmp_pat
     if damage == "truncated":
         bad.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     elif damage == "changed":  # a key file altered after export
-        _rewrite(good, bad, lambda n, d: d.replace(b"0.2", b"0.3") if n != cmd.MANIFEST else d)
+        _rewrite(good, bad, lambda n, d: d.replace(b"0.2", b"0.3") if n != MANIFEST else d)
     elif damage == "foreign":
         _rewrite(good, bad, _manifest_version)
     elif damage == "not_an_export":
