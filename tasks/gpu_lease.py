@@ -37,10 +37,10 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from sweeper.host_pause import LEASE_DIR, Pauser, safe_name, wanted
 from sweeper.job_spec import GpuLeaseSpec
+from tasks.lease_stats import LeaseStats
 
 
 class GpuLease:
@@ -64,11 +64,7 @@ class GpuLease:
         self._phase_hold = False
         self._safe, self._folder = safe, folder
         self.waiting: tuple[float, str] | None = None  # (since, for what) while this job waits
-        self.stats: dict[str, Any] = {"acquired": 0, "waits": 0, "wait_s": 0.0, "longest_wait_s": 0.0, "held_s": 0.0,
-                                      "wait_by_phase": {}, "benchmarks": {"acquired": 0, "wait_s": 0.0,
-                                                                          "held_s": 0.0},
-                                      "yielded": 0}
-        self.spans: list[list] = []  # [start, end, what] of each phase-level hold (absolute seconds)
+        self.stats = LeaseStats()  # what the record says of the lease (tasks/lease_stats.py)
         # the other jobs of this GPU, paused through this job's `alone` phases (packed jobs only)
         self.pauser = Pauser(folder, safe) if wanted(pause_others, jobs_per_gpu) else None
 
@@ -103,7 +99,7 @@ class GpuLease:
             self._write_holder(what)
             if self.cpus_leased:
                 set_process_cpus(self.cpus_leased)
-            self._count(what, waited)
+            self.stats.taken(what, waited)
             self._cond.notify_all()
         return waited
 
@@ -167,11 +163,7 @@ class GpuLease:
             if self.cpus_shared:
                 set_process_cpus(self.cpus_shared)
             end = time.time()
-            held = end - self._held_since
-            bucket = self.stats["benchmarks"] if self._what == "benchmark" else self.stats
-            bucket["held_s"] += held
-            if self._what != "benchmark":
-                self.spans.append([round(self._held_since, 3), round(end, 3), self._what])
+            self.stats.given_back(self._what, self._held_since, end)
             if self.log_path:  # the tests' witness of every hold, benchmarks included
                 with open(self.log_path, "a") as f:
                     f.write(f"{self.key} {os.getpid()} {self.job_id} {self._held_since:.6f} {end:.6f} {self._what}\n")
@@ -221,7 +213,7 @@ class GpuLease:
         try:
             self._phase_hold = False
             self.release()
-            self.stats["yielded"] += 1
+            self.stats.yielded += 1
             self.acquire(name)
             self._phase_hold = True
         finally:
@@ -250,29 +242,9 @@ class GpuLease:
         return f"waiting {time.time() - waiting[0]:.0f} s for the GPU (held by {self.holder()})"
 
     def report(self) -> dict:
-        s = self.stats
-        bench = s["benchmarks"]
-        return {"gpu": self.key, "jobs_per_gpu": self.jobs_per_gpu, "acquired": s["acquired"], "waits": s["waits"],
-                "wait_s": round(s["wait_s"], 3), "longest_wait_s": round(s["longest_wait_s"], 3),
-                "held_s": round(s["held_s"], 3), "wait_by_phase": {k: round(v, 3) for k, v in s["wait_by_phase"].items()},
-                "benchmarks": {"acquired": bench["acquired"], "wait_s": round(bench["wait_s"], 3),
-                               "held_s": round(bench["held_s"], 3)},
-                "yielded": s["yielded"], "paused_others": self.pauser.report() if self.pauser else None,
-                "spans": self.spans, "cpus_shared": self.cpus_shared, "cpus_leased": self.cpus_leased}
-
-    def _count(self, what: str, waited: float) -> None:
-        s = self.stats
-        if what == "benchmark":
-            s["benchmarks"]["acquired"] += 1
-            s["benchmarks"]["wait_s"] += waited
-        else:
-            s["acquired"] += 1
-        if waited >= 0.01:
-            s["waits"] += 1
-            s["wait_s"] += waited
-            s["longest_wait_s"] = max(s["longest_wait_s"], waited)
-            phase = "compile (benchmarks)" if what == "benchmark" else what
-            s["wait_by_phase"][phase] = s["wait_by_phase"].get(phase, 0.0) + waited
+        return {"gpu": self.key, "jobs_per_gpu": self.jobs_per_gpu, **self.stats.report(),
+                "paused_others": self.pauser.report() if self.pauser else None,
+                "spans": self.stats.spans, "cpus_shared": self.cpus_shared, "cpus_leased": self.cpus_leased}
 
     def _write_holder(self, what: str) -> None:
         try:

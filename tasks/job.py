@@ -168,11 +168,11 @@ def _take_lease(lease, phase: Phase) -> None:
     """The GPU's lease for a timed phase (kept from the timed phase before), given back for
     one that times nothing; a wait of a second or more is said, with whom it waited for."""
     holder = lease.holder() if phase.timed else ""
-    yielded, t0 = lease.stats["yielded"], time.time()
+    yielded, t0 = lease.stats.yielded, time.time()
     lease.for_phase(phase.name, phase.timed, phase.alone)
     waited = time.time() - t0
     if waited >= 1.0:
-        why = ("given up between phases to other jobs' compile benchmarks" if lease.stats["yielded"] > yielded
+        why = ("given up between phases to other jobs' compile benchmarks" if lease.stats.yielded > yielded
                else f"it was held by {holder}")
         say(f"GPU lease taken for {phase.name} after waiting {waited:.1f} s ({why})")
 
