@@ -18,7 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sweeper.record import read_record  # noqa: E402
-from sweeper.reporting.tables import compile_s_before, compile_state, record_label  # noqa: E402
+from sweeper.reporting.compile_state import compile_s_before, compile_state  # noqa: E402
+from sweeper.reporting.labels import record_label  # noqa: E402
 
 PHASES = ("setup", "build", "eager", "compile", "warmup", "timing", "steady_loop", "time_modules", "profile_step",
           "profile_modules", "microbench_prepare", "microbench")

@@ -282,14 +282,14 @@ def test_where_in_model_names_the_block_its_costliest_layer_and_its_line():
 
 
 def test_a_compare_names_the_model_modules_of_the_kernels_that_moved():
-    from sweeper.analysis import regression as rg
+    from sweeper.analysis.kernel_diff import kernel_diffs
 
     def table(job, ms):
         return pd.DataFrame([{"job": job, "scope": "step", "kernel": "sm90_xmma_dgrad", "category": "library_mm_conv",
                               "device_ms": ms, "share_pct": 50.0, "source": None,
                               "model_modules": "features.denseblock4.denselayer1.conv2 (Conv2d, backward); +15 more"}])
 
-    diff = rg.kernel_diffs(table(0, 1.0), table(1, 1.5), {"k": (0, 1)})["k"]
+    diff = kernel_diffs(table(0, 1.0), table(1, 1.5), {"k": (0, 1)})["k"]
     assert diff["change"].tolist() == ["slower"]
     assert mr.modules_said(diff["model_modules"].iloc[0]) == \
         "features.denseblock4.denselayer1.conv2 (Conv2d, backward) and 15 more"

@@ -15,7 +15,7 @@ import pytest
 from sweeper.analysis.attribution import OUTSIDE
 from sweeper.job_spec import JobSpec
 from sweeper.record import new_record, read_record
-from sweeper.reporting.tables import compile_state, cpp_builds
+from sweeper.reporting.compile_state import compile_state, cpp_builds
 from sweeper.stores import exchange
 from sweeper.stores import compile_store as cs
 from tasks import cpu_libraries, job_stores
@@ -277,7 +277,7 @@ def test_compile_state_tells_cold_seeded_and_warm_apart():
 def test_a_resumed_job_counts_the_compile_of_its_stopped_runs():
     """The jobs table's compile_s_before: what the runs a resumed job went on from had
     compiled (as the H200 headline's mixnet_l job: 1273.8 s in its first sitting)."""
-    from sweeper.reporting.tables import compile_s_before
+    from sweeper.reporting.compile_state import compile_s_before
 
     runs = [{"status": "cancelled", "stopped_in": "compile", "phase_s_at_stop": 1273.8},
             {"status": "timeout", "stopped_in": "microbench", "phase_s_at_stop": 30.0},  # its compile had ended

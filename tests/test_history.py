@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from sweeper.analysis import regression as rg
+from sweeper.analysis.kernel_diff import kernel_diff
 from sweeper.aggregate import aggregate
 from conftest import sweep_from_fixture
 from sweeper.reporting.tables import distinct_labels
@@ -85,8 +86,8 @@ def test_a_compare_says_it_cannot_judge_a_job_whose_noise_hides_every_change():
     old = pd.DataFrame({"kernel": ["a", "b"], "category": ["cpp"] * 2, "device_ms": [10.0, 10.0],
                         "share_pct": [50.0, 50.0], "source": [None, None], "scope": ["step"] * 2})
     new = old.assign(device_ms=[13.0, 16.0])
-    assert list(rg.kernel_diff(old, new, 5)["kernel"]) == ["b", "a"]
-    assert list(rg.kernel_diff(old, new, 5, noise_pct=40.0)["kernel"]) == ["b"]
+    assert list(kernel_diff(old, new, 5)["kernel"]) == ["b", "a"]
+    assert list(kernel_diff(old, new, 5, noise_pct=40.0)["kernel"]) == ["b"]
 
 
 def test_a_verdict_names_a_cause_only_where_it_can_account_for_the_change():
@@ -191,7 +192,7 @@ def test_kernel_diff_matches_by_name_and_source():
     new = pd.DataFrame({"scope": "step", "kernel": ["a", "b", "e", "d"], "category": "triton_pointwise",
                         "device_ms": [1.5, 1.0, 1.0, 0.002], "share_pct": [43, 29, 28, 0.06],
                         "source": ["h1", "h9", None, None]})
-    diff = rg.kernel_diff(old, new).set_index("kernel")
+    diff = kernel_diff(old, new).set_index("kernel")
     assert diff.loc["a", "change"] == "slower" and diff.loc["a", "change_pct"] == pytest.approx(50)
     assert diff.loc["b", "change"] == "source changed"
     assert diff.loc["c", "change"] == "vanished" and diff.loc["e", "change"] == "appeared"

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from sweeper.analysis.categories import CATEGORIES, category_label  # noqa: E402
-from sweeper.reporting import tables  # noqa: E402
+from sweeper.reporting.compile_state import state_of  # noqa: E402
 
 # One colour per category in every figure.
 _TAB20 = [plt.get_cmap("tab20")(i) for i in range(20)]  # its 20 colours, in its order (the Colormap itself has no .colors in its type)
@@ -241,7 +241,7 @@ def compile_figure(jobs: pd.DataFrame, out_dir: Path) -> Figure:
     # a max-autotune compile seeded from the autotune store skipped the tuning it found there,
     # a warm one (the compile store's earlier compile of the job) compiled nothing: hatched,
     # so that cold compiles are compared with cold ones
-    states = [tables.state_of(row) for _, row in ok.iterrows()]
+    states = [state_of(row) for _, row in ok.iterrows()]
     hatches = {"cold": "", "seeded": "//", "warm": ".."}
     ax.barh(range(len(ok)), ok["compile_s"], color=[colors[bool(a)] for a in ok["autotune"]],
             hatch=[hatches[s] for s in states], edgecolor="white")

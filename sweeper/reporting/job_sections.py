@@ -11,6 +11,7 @@ import pandas as pd
 from sweeper.analysis.module_rollup import modules_said
 from sweeper.command_line import rerun_command
 from sweeper.reporting import tables
+from sweeper.reporting.compile_state import state_of
 from sweeper.reporting.figures import device_word
 from sweeper.reporting.finding import Finding
 from sweeper.reporting.html_parts import esc, fmt_num, link, log_of, short
@@ -86,9 +87,9 @@ def jobs_section(sweep_dir: Path, records: Mapping[int, Mapping[str, Any]], jobs
 
 
 def compile_state_mark(row: pd.Series) -> str:
-    """After a compile time that is not a cold compile's: why (tables.compile_state), and
+    """After a compile time that is not a cold compile's: why (reporting/compile_state.py), and
     the compile seconds of the job's earlier, stopped runs that this one went on from."""
-    state = tables.state_of(row)
+    state = state_of(row)
     built = row.get("cpp_builds")
     if state == "warm" and built is not None and pd.notna(built) and built > 0:  # a CPU's, libraries of another host
         state = f"warm; {int(built)} C++ files built again"

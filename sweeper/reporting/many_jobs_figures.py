@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from sweeper.analysis.categories import CATEGORIES, category_label
-from sweeper.reporting import tables
+from sweeper.reporting.compile_state import state_of
 from sweeper.reporting.figures import (BUSY_AXIS_TOP, COLORS, HEATMAP_ROWS, TOP_ROWS, Figure, _ok, _save,
                                        device_word, module_bars, plt)
 from sweeper.reporting.overview import family, variant
@@ -127,7 +127,7 @@ def compile_ranked(jobs: pd.DataFrame, out_dir: Path) -> Figure:
     rest = ok.drop(top.index)["compile_s"]
     title = (f"the {len(top)} longest compiles of {len(ok)} jobs"
              + (f" (the others {rest.min():.0f}-{rest.max():.0f} s, median {rest.median():.0f} s)" if len(rest) else ""))
-    states = [tables.state_of(row) for _, row in top.iterrows()]
+    states = [state_of(row) for _, row in top.iterrows()]
     colors = {False: "tab:blue", True: "tab:orange"}
     hatches = {"cold": "", "seeded": "//", "warm": ".."}
     fig, ax = plt.subplots(figsize=(11, 1.8 + ROW_IN * len(top)))

@@ -16,7 +16,9 @@ from typing import Callable
 import pandas as pd
 
 from sweeper.analysis import regression as rg
+from sweeper.analysis.kernel_diff import kernel_diff, kernel_diffs
 from sweeper.reporting import tables
+from sweeper.reporting.compile_state import state_of
 from sweeper.reporting.load import AggregateError, LoadedSweep
 from sweeper.reporting.sweep_tables import (UNREADABLE, SweepTables, history_tables, loaded_tables, read_summary, started_at,
                                            sweep_tables, with_unreadable)
@@ -96,7 +98,7 @@ def history_noise(history: list[SweepTables], gpu_of: dict[str, str | None],
 class JobDetail:
     """One job in both sweeps: what a kernel-level look needs."""
     label: str
-    kernels: pd.DataFrame  # regression.kernel_diff rows
+    kernels: pd.DataFrame  # kernel_diff.kernel_diff rows
     shares_old: pd.Series
     shares_new: pd.Series
     figures: dict = field(default_factory=dict)  # name -> (old, new)
@@ -126,9 +128,9 @@ def _row_of(t: SweepTables, key: str) -> pd.Series:
 
 def job_details(old: SweepTables, new: SweepTables, keys: list[str], threshold_pct: float,
                 noise: dict[str, float | None] | None = None) -> dict[str, JobDetail]:
-    """job_detail for many jobs, their kernel diffs made together (regression.kernel_diffs)."""
+    """job_detail for many jobs, their kernel diffs made together (analysis/kernel_diff.py)."""
     pairs = {k: (int(_row_of(old, k)["job"]), int(_row_of(new, k)["job"])) for k in keys}
-    diffs = rg.kernel_diffs(old.kernels, new.kernels, pairs, threshold_pct, noise=noise) if keys else {}
+    diffs = kernel_diffs(old.kernels, new.kernels, pairs, threshold_pct, noise=noise) if keys else {}
     return {k: job_detail(old, new, k, threshold_pct, kernels=diffs[k]) for k in keys}
 
 
@@ -146,10 +148,10 @@ def job_detail(old: SweepTables, new: SweepTables, key: str, threshold_pct: floa
 
     (r_old, k_old), (r_new, k_new) = one(old), one(new)
     figures = {c: (r_old.get(c), r_new.get(c)) for c in ("compile_s", "peak_memory_mb", "busy_pct", "nvml_util_pct")}
-    seeded = [tables.state_of(r) for r in (r_old, r_new)]
+    seeded = [state_of(r) for r in (r_old, r_new)]
     if seeded[0] != seeded[1]:  # a seeded compile skips autotuning, a warm one compiling: not the build's time
         figures[f"compile_s ({seeded[0]} -> {seeded[1]}: not comparable)"] = figures.pop("compile_s")
-    diff = kernels if kernels is not None else rg.kernel_diff(k_old, k_new, threshold_pct, noise_pct=noise_pct)
+    diff = kernels if kernels is not None else kernel_diff(k_old, k_new, threshold_pct, noise_pct=noise_pct)
     return JobDetail(r_new["label"], diff, shares(r_old), shares(r_new), figures)
 
 

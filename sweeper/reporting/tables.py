@@ -26,52 +26,16 @@ from sweeper.analysis.attribution import OUTSIDE as OUTSIDE_GRAPHS
 from sweeper.analysis.breakdown import nvml_expected_pct
 from sweeper.analysis.categories import CATEGORIES
 from sweeper.analysis.kernels import microbench_failures
-from sweeper.analysis.regression import source_hash, step_noise_pct
-from sweeper.record import Record, compiled_warm, ran_config
+from sweeper.analysis.kernel_diff import source_hash
+from sweeper.analysis.regression import step_noise_pct
+from sweeper.record import Record, ran_config
 # the tables' columns (columns.py) and the jobs' labels (labels.py), read as tables.X too
 from sweeper.reporting.columns import (BENCH_COLUMNS, CATEGORY_COLUMNS, DECISION_COLUMNS, JOB_COLUMNS,  # noqa: F401
                                        JOB_SHARE_PREFIX, KERNEL_COLUMNS, MODEL_MODULE_COLUMNS, RECOVERABLE_COLUMNS)
 from sweeper.reporting.headline import headline
 from sweeper.reporting.labels import (distinct_labels, job_key, job_label, job_num, key_fields,  # noqa: F401
                                       key_without, record_label, unique_labels)
-
-
-def seeded(autotune_seeded) -> bool:
-    """Whether a job's max-autotune compile started from the autotune store (its
-    `autotune_seeded` column: choices found there), so compiled cold or not."""
-    return autotune_seeded is not None and bool(pd.notna(autotune_seeded)) and autotune_seeded > 0
-
-
-def compile_state(timings: dict) -> str:
-    """cold, seeded or warm (JOB_COLUMNS["compile_state"]), from a record's timings."""
-    if compiled_warm(timings):
-        return "warm"
-    return "seeded" if seeded((timings.get("autotune_store") or {}).get("seeded_entries")) else "cold"
-
-
-def cpp_builds(timings: dict) -> int | None:
-    """JOB_COLUMNS["cpp_builds"], from a record's timings."""
-    timers = timings.get("compile_timers")
-    if not isinstance(timers, dict):
-        return None
-    built = timers.get("compile_file")
-    return int(built[0]) if isinstance(built, list) and built else 0
-
-
-def compile_s_before(timings: dict) -> float | None:
-    """JOB_COLUMNS["compile_s_before"], from a record's timings."""
-    earlier = [a for a in (timings.get("autotune_store") or {}).get("earlier_attempts") or []
-               if a.get("stopped_in") == "compile"]
-    return round(sum(a.get("phase_s_at_stop") or 0 for a in earlier), 1) if earlier else None
-
-
-def state_of(row) -> str:
-    """A jobs-table row's compile_state; tables written before that column existed: cold or
-    seeded, from autotune_seeded."""
-    state = row.get("compile_state")
-    if isinstance(state, str):
-        return state
-    return "seeded" if seeded(row.get("autotune_seeded")) else "cold"
+from sweeper.reporting.compile_state import compile_s_before, compile_state, cpp_builds
 
 
 def _microbench_failed(rec: Mapping[str, Any]) -> dict:
