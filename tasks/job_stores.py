@@ -25,6 +25,7 @@ from sweeper.autotune_info import AutotuneStoreInfo
 from sweeper.record import atomic_write_bytes, atomic_write_text
 from sweeper.stores import autotune_store as at
 from sweeper.stores import compile_store as cs
+from sweeper.stores.autotune_merge import merge_entries
 from tasks import cpu_libraries
 from tasks.torch_internals import compile_cache, kernel_configs
 
@@ -58,7 +59,7 @@ def seed_autotune(seed: dict, inductor_cache: Path, torch_version: str, system: 
             files.mkdir(parents=True, exist_ok=True)
             target = files / name
             mine = at.read_doc(target) if target.exists() else {"system": doc.get("system"), "cache": {}}
-            at.merge_entries(mine["cache"], doc["cache"])
+            merge_entries(mine["cache"], doc["cache"])
             at.write_doc(target, mine)
             if system is None or name == system:  # Inductor reads only its own GPU's file: count only that
                 out["seeded_entries"] += at.count_entries(doc["cache"])

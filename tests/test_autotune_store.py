@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from sweeper.stores import autotune_store as st
+from sweeper.stores.autotune_merge import merge_entries
 from tasks import job_stores
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -135,7 +136,7 @@ def test_corrupt_store_file_is_set_aside_not_fatal(tmp_path):
 def test_merge_counts_only_new_choices_and_keeps_the_later_timing():
     into = {"mm": {"k": {"highest": {"a": 1.0, "b": 2.0}}}}
     new = {"mm": {"k": {"highest": {"b": 3.0, "c": 4.0}}}, "conv": {"j": {"highest": {"d": 5.0}}}}
-    assert st.merge_entries(into, new) == 2
+    assert merge_entries(into, new) == 2
     assert into["mm"]["k"]["highest"] == {"a": 1.0, "b": 3.0, "c": 4.0}
     assert st.count_entries(into) == 4
 
