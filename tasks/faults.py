@@ -11,7 +11,7 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tasks.phases import JobContext
+    from tasks.job_context import JobContext
 
 FAULTS = ("crash", "hang", "raise", "stall_mid_compile", "oom_when_packed")
 VARIABLE = "SWEEPER_TEST_FAULTS"
@@ -31,7 +31,7 @@ def inject(fault: str | None, ctx: JobContext) -> None:
     oom_when_packed runs out of GPU memory while the job shares its GPU (not alone on it)."""
     if not fault:
         return
-    from tasks.phases import say  # the job's own line printer (phases imports this module)
+    from tasks.job_context import say  # the job's own line printer (the phases import this module)
 
     say(f"injecting fault {fault!r} (SWEEPER_TEST_FAULTS)")
     if fault == "stall_mid_compile":

@@ -1,7 +1,8 @@
 """One job, end to end, in a fresh process:  python -m tasks.job <job_dir>
 
 Reads <job_dir>/job.json (written by the launcher), runs the chain of phases
-(tasks/phases.py, tasks/phases_profile.py), writes <job_dir>/result.json. Each phase prints
+(tasks/phases.py, phases_compile.py, phases_profile.py), makes the record from their
+results (tasks/phase_results.py) and writes <job_dir>/result.json. Each phase prints
 a "[sweeper] phase ..." line, which the launcher relays as progress, so that a long
 compile never looks like a hang.
 """
@@ -16,19 +17,21 @@ import time
 import traceback
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from sweeper.job_spec import JobSpec
 from sweeper.record import Record, cache_env, new_record, write_record
-from tasks import gpu_lease, phases, phases_profile
+from tasks import gpu_lease, phases, phases_compile, phases_profile
 from tasks.gc_watch import GcWatch
 from tasks.host_load import HostLoad
-from tasks.phases import JobContext, Skip, failure_reason, heartbeat_line, say
+from tasks.job_context import JobContext, Skip, say
+from tasks.phase_results import CompileSeed, Compiled
+from tasks.phases_compile import heartbeat_line
 
 
 class Phase(NamedTuple):
     name: str
-    run: Callable[[JobContext], None]
+    run: Callable[[JobContext], Any]  # returns the phase's result (tasks/phase_results.py)
     when: Callable[[JobContext], bool] = lambda ctx: True
     timed: bool = True  # times the GPU: runs holding the GPU's lease (tasks/gpu_lease.py)
     # its figures follow the host's launch speed: the other jobs of a packed GPU are paused
@@ -43,8 +46,8 @@ PHASES = (
     Phase("setup", phases.setup, timed=False),
     Phase("build", phases.build, timed=False),
     Phase("eager", phases.eager, lambda ctx: ctx.measure["eager"], alone=True),
-    Phase("compile", phases.compile_step, timed=False),
-    Phase("warmup", phases.warmup),
+    Phase("compile", phases_compile.compile_step, timed=False),
+    Phase("warmup", phases_compile.warmup),
     Phase("timing", phases.time_steps, alone=True),
     Phase("steady_loop", phases.steady, lambda ctx: ctx.measure["steady_loop_s"] > 0, alone=True),
     Phase("time_modules", phases_profile.time_modules, alone=True),
@@ -112,7 +115,7 @@ class PhaseClock:
                 seen, next_at = phase, first
             if took >= next_at:
                 waiting = self.lease.waiting_line() if self.lease is not None else None
-                line = heartbeat_line(phase, took, self.record["timings"].get("autotune_store"),
+                line = heartbeat_line(phase, took, self.ctx.autotune_store if self.ctx is not None else None,
                                       self.ctx.tuned if self.ctx is not None else None)
                 say(f"{line}; {waiting}" if waiting else line)
                 next_at += first if next_at < 60 else 60.0
@@ -126,7 +129,7 @@ def run(spec: JobSpec, job_dir: Path) -> Record:
         record["artifacts"]["cache"] = str(Path(os.environ["TORCHINDUCTOR_CACHE_DIR"]).parent)
     lease = gpu_lease.from_spec(spec.gpu_lease, spec.job_id)
     gc_watch, host = GcWatch().install(), HostLoad()
-    ctx = JobContext(spec, job_dir, record, lease=lease)
+    ctx = JobContext(spec, job_dir, lease=lease)
     clock = PhaseClock(record, gc_watch, host, lease, ctx)
     try:
         for phase in PHASES:
@@ -136,23 +139,24 @@ def run(spec: JobSpec, job_dir: Path) -> Record:
                 clock.enter(phase.name)
                 if lease is not None:
                     _take_lease(lease, phase)
-                phase.run(ctx)
+                ctx.keep(phase.run(ctx))
         clock.enter("done")
         record["status"] = "ok"
     except Skip as e:
         record["status"], record["reason"] = "skipped", str(e)
         say(f"skipped: {e}")
     except Exception as e:  # noqa: BLE001 - every failure becomes the job's status
-        record["status"], record["reason"] = "failed", failure_reason(e, record)
+        record["status"], record["reason"] = "failed", ctx.failure(e)
         traceback.print_exc()
         say(f"failed in phase {record['phase']}: {record['reason']}")
     finally:
-        if lease is not None:
-            lease.end()
-            record["timings"]["gpu_lease"] = lease.report()
         clock.stop()
         if ctx.checkpoint is not None:
             _keep_partial_entries(ctx)
+        assemble(record, ctx)
+        if lease is not None:
+            lease.end()
+            record["timings"]["gpu_lease"] = lease.report()
         ctx.stack.close()
         ctx.patches.close()  # torch as it was: what the phases patched, put back
         gc_watch.uninstall()
@@ -162,6 +166,19 @@ def run(spec: JobSpec, job_dir: Path) -> Record:
         record["job"]["finished_at"] = _now()
         record["job"]["duration_s"] = round(time.time() - started, 3)
     return record
+
+
+def assemble(record: Record, ctx: JobContext) -> None:
+    """The record's parts, once, from the phases' results in the order they were kept (those
+    of the phases before a failure), and the autotune store's counts as the job ends (before
+    the compile's parts, where the compile seeded them)."""
+    store = ctx.autotune_store
+    for result in ctx.results.values():
+        if store is not None and isinstance(result, (CompileSeed, Compiled)):
+            record["timings"]["autotune_store"] = store
+        result.into(record)
+    if store is not None:
+        record["timings"]["autotune_store"] = store
 
 
 def _take_lease(lease, phase: Phase) -> None:
@@ -180,10 +197,11 @@ def _take_lease(lease, phase: Phase) -> None:
 def _keep_partial_entries(ctx: JobContext) -> None:
     """A job that failed or was skipped before its compile ended: what it had tuned stays
     in its folder (partial) for the store, and its record says how much."""
-    store = ctx.timings.get("autotune_store")
+    store = ctx.autotune_store
     if store is not None and "partial" not in store:  # the warm-up's final write did not happen
         counts = ctx.checkpoint.write(force=True) if ctx.checkpoint is not None else None
-        store.update(counts or {}, partial=True)
+        store.update(counts or {})
+        store["partial"] = True
     if ctx.checkpoint is not None:
         ctx.checkpoint.stop()
 

@@ -4,9 +4,12 @@ microbenchmarks of the kernels that matter."""
 
 from __future__ import annotations
 
+import copy
 from functools import partial
 
-from tasks.phases import JobContext, failure_reason, made, say
+from tasks.job_context import JobContext, made, say
+from tasks.phase_results import (Compiled, MicrobenchReady, Microbench, ModulesProfiled, ModulesTimed, Roofs, Setup,
+                                 StepProfile, Steady, Timed, WarmedUp)
 
 # Under CUDA graphs the wrapper's own call() records a new graph for inputs at new
 # addresses: on an H200 a resnet18 forward took 2 s a call that way. The module view is
@@ -14,16 +17,15 @@ from tasks.phases import JobContext, failure_reason, made, say
 _GRAPHS_NOTE = "module view not taken under cudagraphs=on: see the same job with cudagraphs=off (same wrapper code)"
 
 
-def time_modules(ctx: JobContext) -> None:
+def time_modules(ctx: JobContext) -> ModulesTimed:
     from tasks.capture import copy_modules
     from tasks.modules_profile import ModuleRun, finish_timing, prepare_module, skipped_module, timing_round
     from tasks.module_thread import on_step_thread
     from tasks.timing import rounds_in_turn
 
-    arts = ctx.record["artifacts"]
     modules = made(ctx.capture, "the module capture").modules
     real_inputs = made(ctx.real_inputs, "the modules' real inputs").inputs
-    arts["modules"] = copy_modules(modules, ctx.job_dir / "modules")
+    copied = copy_modules(modules, ctx.job_dir / "modules")
     for m in modules:
         if ctx.cfg["cudagraphs"]:
             run = ModuleRun(skipped_module(m, _GRAPHS_NOTE))
@@ -32,7 +34,7 @@ def time_modules(ctx: JobContext) -> None:
             run = ModuleRun(skipped_module(m, ""))
             run = ctx.on_module_thread(run, partial(prepare_module, m, ctx.device,
                                                     real_inputs.pop(m.path, None)))
-        run.entry["artifact"] = arts["modules"][m.label()]
+        run.entry["artifact"] = copied[m.label()]
         ctx.modules.append(run)
     timed = [r for r in ctx.modules if r.call is not None]
     if timed:
@@ -45,44 +47,45 @@ def time_modules(ctx: JobContext) -> None:
         for r in timed:
             label = r.entry["label"]
             if label in failed:
-                r.fail("module run", failure_reason(failed[label], ctx.record))
+                r.fail("module run", ctx.failure(failed[label]))
             else:
                 ctx.on_module_thread(r, partial(finish_timing, r, rounds[label], ctx.device, measure))
     ctx.real_inputs = None  # the captured inputs' memory
+    return ModulesTimed(copied)
 
 
-def profile_step(ctx: JobContext) -> None:
+def profile_step(ctx: JobContext) -> StepProfile:
     from tasks.profiling import analyse, model_code, profile_calls
 
-    t, steps = ctx.timings, ctx.measure["profile_steps"]
+    steps = ctx.measure["profile_steps"]
     trace = ctx.job_dir / "traces" / "step.json.gz"
     events = profile_calls(made(ctx.step, "the compiled step"), steps, ctx.device, "sweeper.step", trace)
-    step = analyse(events, ctx.device, "sweeper.step", steps, t["compiled_step_ms"]["median"],
-                   busy_wall_ms=(t.get("steady_loop") or {}).get("step_ms"))
-    ctx.record["step"] = step
-    ctx.record["artifacts"]["traces"]["step"] = str(trace)
+    steady = ctx.has(Steady)
+    step = analyse(events, ctx.device, "sweeper.step", steps, ctx.got(Timed).compiled_step_ms["median"],
+                   busy_wall_ms=steady.loop.get("step_ms") if steady is not None else None)
     sites = launch_sites(ctx)
     code, kernels, placed = model_code(events, ctx.device, "sweeper.step", step, sites, trace)
-    ctx.record["model_code"] = {**code, "tags": ctx.record["resolved"].get("module_tags"),
-                                "graphs": compiled_graphs(ctx)}
+    said = {**code, "tags": ctx.got(Setup).resolved.get("module_tags"), "graphs": compiled_graphs(ctx)}
     say(f"model code: {code['attributed_pct'] or 0:.1f}% of the step's kernel time placed on "
         f"{len({r['module'] for r in code['rows']})} modules")
-    if ctx.roofs is not None:
-        ctx.record["roofline"] = roofline(kernels, placed, step["device_ms"], ctx)
-        line = ctx.record["roofline"]
+    line = None
+    if ctx.has(Roofs) is not None:
+        line = roofline(kernels, placed, step["device_ms"], ctx)
         say(f"roofline: {line['known_ms']:.2f} of the step's {line['device_ms']:.2f} ms of kernel time bounded; "
             f"{line['recoverable_ms']:.2f} ms above the roofs")
+    return StepProfile(step, str(trace), said, line)
 
 
-def measure_roofs(ctx: JobContext) -> None:
+def measure_roofs(ctx: JobContext) -> Roofs:
     """The device's copy bandwidth and matmul peaks (tasks/roofs.py): kept on the node, so
     measured by the first job of a device model and build only."""
     from tasks import roofs
 
-    ctx.roofs = roofs.roofs(ctx.device)
-    peaks = ", ".join(f"{d} {v:.1f}" for d, v in ctx.roofs["matmul_tflops"].items())
-    say(f"roofs ({'kept from an earlier job' if ctx.roofs['reused'] else 'measured'}): "
-        f"copy {ctx.roofs['copy_gbps']:.0f} GB/s; matmul TFLOP/s {peaks}")
+    got = roofs.roofs(ctx.device)
+    peaks = ", ".join(f"{d} {v:.1f}" for d, v in got["matmul_tflops"].items())
+    say(f"roofs ({'kept from an earlier job' if got['reused'] else 'measured'}): "
+        f"copy {got['copy_gbps']:.0f} GB/s; matmul TFLOP/s {peaks}")
+    return Roofs(got)
 
 
 def roofline(kernels: list, placed, device_ms: float, ctx: JobContext) -> dict:
@@ -99,7 +102,7 @@ def roofline(kernels: list, placed, device_ms: float, ctx: JobContext) -> dict:
             work.update(rl.kernel_work(Path(m.path).read_text()))
         except OSError:
             continue
-    measured = made(ctx.roofs, "the device's roofs")
+    measured = ctx.got(Roofs).roofs
     roofs = {k: measured[k] for k in ("copy_gbps", "matmul_tflops", "key", "reused")}
     return rl.summary(rl.launch_rows(kernels, placed, work, roofs), device_ms, roofs)
 
@@ -125,10 +128,11 @@ def launch_sites(ctx: JobContext, only: str | None = None) -> list:
     return out
 
 
-def profile_modules(ctx: JobContext) -> None:
+def profile_modules(ctx: JobContext) -> ModulesProfiled:
     from tasks.kernel_table import kernel_table
     from tasks.modules_profile import profile_module
 
+    entries, traces = [], {}
     for run in ctx.modules:
         label = run.entry["label"]
         say(f"profile module {label}")
@@ -136,10 +140,13 @@ def profile_modules(ctx: JobContext) -> None:
         sites = launch_sites(ctx, only=run.entry["source_path"])
         ctx.on_module_thread(run, partial(profile_module, run, ctx.device, ctx.measure, trace, sites[0] if sites else None),
                              what="module profile")
-        ctx.record["modules"].append(run.entry)
+        entries.append(run.entry)
         if run.entry.get("trace"):
-            ctx.record["artifacts"]["traces"][label] = run.entry["trace"]
-    ctx.record["kernel_table"] = kernel_table(ctx.record, ctx.device, made(ctx.capture, "the module capture").modules)
+            traces[label] = run.entry["trace"]
+    step = ctx.has(StepProfile)  # the kernels that matter, from the step's profile and the modules'
+    table = kernel_table({"step": step.step if step is not None else None, "modules": entries}, ctx.device,
+                         made(ctx.capture, "the module capture").modules)
+    return ModulesProfiled(entries, traces, table)
 
 
 def wants_microbench(ctx: JobContext) -> bool:
@@ -147,7 +154,9 @@ def wants_microbench(ctx: JobContext) -> bool:
 
 
 def _kernel_table(ctx: JobContext) -> dict:
-    return made(ctx.record.get("kernel_table"), "the kernel table")
+    """The kernel table as the phase before left it: a copy, which this phase fills."""
+    ready = ctx.has(MicrobenchReady)
+    return copy.deepcopy(ready.kernel_table if ready is not None else ctx.got(ModulesProfiled).kernel_table)
 
 
 def _microbench_budget(ctx: JobContext) -> float | None:
@@ -155,14 +164,16 @@ def _microbench_budget(ctx: JobContext) -> float | None:
     compile's seconds (measure.microbench_budget_pct). A compile loaded from the compile
     store counts as long as the cold one it came from, so that a warm job measures as many
     kernels as the cold one did."""
-    from tasks.phases import cold_compile_s
+    from tasks.phase_results import CompileSeed
+    from tasks.phases_compile import cold_compile_s
 
     pct = ctx.measure["microbench_budget_pct"] or 0
-    basis = cold_compile_s(ctx) or ctx.timings["compile_s"] + ctx.timings["warmup_s"]
+    compiled, warmup_s = ctx.got(Compiled), ctx.got(WarmedUp).warmup_s
+    basis = cold_compile_s(compiled, warmup_s, ctx.has(CompileSeed)) or compiled.compile_s + warmup_s
     return pct / 100 * basis if pct > 0 else None
 
 
-def prepare_microbench(ctx: JobContext) -> None:
+def prepare_microbench(ctx: JobContext) -> MicrobenchReady:
     """The microbenchmarks' CPU half, without the GPU's lease: each kernel file loaded
     afresh and the candidate configs compiled (tasks/kernel_bench.prepare)."""
     from tasks import kernel_bench
@@ -172,27 +183,28 @@ def prepare_microbench(ctx: JobContext) -> None:
     say(f"prepare {len(table['rows'])} kernels for their microbenchmarks")
     try:
         modules = made(ctx.capture, "the module capture").modules
-        ctx.microbench_ready = kernel_bench.prepare(table, kernel_objects(modules),
-                                                    _microbench_budget(ctx))
+        ctx.microbench_ready = kernel_bench.prepare(table, kernel_objects(modules), _microbench_budget(ctx))
     except Exception as e:  # noqa: BLE001 - the breakdown stands without the microbenchmarks
-        table["error"] = f"microbenchmarks failed: {failure_reason(e, ctx.record)}"
+        table["error"] = f"microbenchmarks failed: {ctx.failure(e)}"
+    return MicrobenchReady(table)
 
 
-def microbench(ctx: JobContext) -> None:
+def microbench(ctx: JobContext) -> Microbench:
     """Standalone benchmarks of the kernels that matter, on what prepare_microbench readied,
     within what is left of the budget (_microbench_budget); the breakdown stands without them."""
     from sweeper.analysis import kernels as mb
     from tasks import kernel_bench
 
     table = _kernel_table(ctx)
-    ready, ctx.microbench_ready = ctx.microbench_ready, None
+    ready, ctx.microbench_ready = ctx.microbench_ready, None  # the readied kernels' memory, once timed
     if ready is not None:
         say(f"microbenchmark {len(ready)} kernels")
         try:
             kernel_bench.run(table, ready, _microbench_budget(ctx), table.get("prepare_s") or 0.0)
         except Exception as e:  # noqa: BLE001
-            table["error"] = f"microbenchmarks failed: {failure_reason(e, ctx.record)}"
+            table["error"] = f"microbenchmarks failed: {ctx.failure(e)}"
     say(mb.microbench_outcome(table))
+    return Microbench(table)
 
 
 def compiled_graphs(ctx: JobContext) -> dict:

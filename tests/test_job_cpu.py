@@ -313,7 +313,7 @@ def test_job_past_its_time_limit_is_killed_and_recorded(tmp_path):
 def test_out_of_memory_reason_names_the_batch_size():
     import torch
 
-    from tasks.phases import failure_reason as _reason
+    from tasks.job_context import failure_reason as _reason
 
     # the exception type and text torch raises on the GPU (H200 run: bench/results/oom/)
     e = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 149.54 GiB. GPU 0 has a total capacity of 139.80 GiB")

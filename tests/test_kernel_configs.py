@@ -165,7 +165,7 @@ broken._precompile_config = lambda config: (_ for _ in ()).throw(RuntimeError("o
 out["broken"] = tuned(lambda: CachingAutotuner.autotune_to_one_config(broken))
 out["file_unchanged"] = Path(AutotuneCache.create(meta, path, "hashA").local_cache[1]).read_text() == text
 out["reused"] = counts.reused
-from tasks.phases import heartbeat_line
+from tasks.phases_compile import heartbeat_line
 out["heartbeat"] = heartbeat_line("compile", 10.0, {"seeded_ops": 2, "seeded_kernel_configs": 1}, counts)
 reuse.__exit__(None, None, None)  # put back: Inductor's own methods again
 out["restored"] = CachingAutotuner.autotune_to_one_config.__module__ == "torch._inductor.runtime.triton_heuristics"
