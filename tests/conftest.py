@@ -29,6 +29,11 @@ def _own_autotune_store(tmp_path_factory):
                       ("SWEEPER_SCRATCH", "scratch")):
         (shared / f"session_{name}").mkdir(exist_ok=True)
         os.environ[key] = str(shared / f"session_{name}")
+    # Inductor's C++ compiler: g++ behind a cache of the kernel libraries it built, shared by
+    # every sweep of the run (tests/tools/cxx_cache.sh says why); the tests' cold compiles
+    # still run all of Inductor, and g++ on each kernel the first time
+    os.environ["CXX"] = str(Path(__file__).parent / "tools" / "cxx_cache.sh")
+    os.environ["SWEEPER_TEST_CXX_CACHE"] = str(shared / "session_cxx_cache")
 
 
 @pytest.fixture
