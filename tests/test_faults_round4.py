@@ -159,7 +159,7 @@ def _export_of(path: Path, members: list[tuple[tarfile.TarInfo, bytes | None]]) 
 
 
 def _manifest_for(rel: str, data: bytes) -> bytes:
-    from sweeper import store as cmd
+    from sweeper.stores import export as cmd
 
     return json.dumps({"format": cmd.FORMAT, "version": cmd.FORMAT_VERSION, "created": "2026-12-06T00:00:00",
                        "files": [{"path": rel, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data),
