@@ -3,7 +3,7 @@
 The autotune store seeds a job's Inductor cache with the `.best_config` files an earlier
 job's coordinate descent wrote (sweeper/stores/autotune_store.py). Inductor should then not tune
 those kernels again; on torch 2.11 it does, because the config's `found_by_coordesc` mark
-is lost on its way back from a compile worker (tasks/torch_internals/tuned_launch.py:
+is lost on its way back from a compile worker (sweeper/torch_internals/tuned_launch.py:
 reused_tuned_configs). This compiles one small graph of reductions and pointwise kernels
 with max-autotune (coordinate descent on, no mm, so no templates), three times, each in a
 fresh process with a fresh Inductor cache (no FX-graph cache hit, every kernel compiled
@@ -40,8 +40,8 @@ def child(seed_file: str, reuse: bool, in_parent: bool, out_file: str) -> None:
     """One compile in this process (TORCHINDUCTOR_CACHE_DIR set by the parent)."""
     sys.path.insert(0, str(ROOT))
     cache = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
-    from tasks.torch_internals import compile_cache, kernel_configs, probes
-    from tasks.torch_internals.tuned_launch import TunedLaunch, reused_tuned_configs
+    from sweeper.torch_internals import compile_cache, kernel_configs, probes
+    from sweeper.torch_internals.tuned_launch import TunedLaunch, reused_tuned_configs
 
     seeded = kernel_configs.put_tuned_configs(cache, json.loads(Path(seed_file).read_text())) if seed_file else 0
     tuned = reused_tuned_configs().__enter__() if reuse else TunedLaunch()  # for the process's life

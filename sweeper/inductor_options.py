@@ -5,7 +5,8 @@
 Hydra nests dotted keys (`+inductor.triton.cudagraph_trees=false` gives
 {"triton": {"cudagraph_trees": False}}); they are flattened back to Inductor's own dotted
 names here, checked against the installed torch's `torch._inductor.config` before any job
-starts, and set in the job's process before it compiles. The compile mode's own options
+starts, and set in the job's process before it compiles (both through
+sweeper/torch_internals/inductor_config.py). The compile mode's own options
 (`autotune`, `cudagraphs`) are applied by torch.compile and win where they overlap.
 """
 
@@ -22,9 +23,10 @@ def problems(options: dict[str, Any]) -> list[str]:
     if not options:
         return []
     import torch
-    import torch._inductor.config as inductor_config
 
-    known = inductor_config.get_config_copy()
+    from sweeper.torch_internals.inductor_config import options as inductor_options
+
+    known = inductor_options()
     out = []
     for name in options:
         if name not in known:
@@ -36,18 +38,15 @@ def problems(options: dict[str, Any]) -> list[str]:
 
 def apply(options: dict[str, Any]) -> None:
     """Set each option in this process's Inductor config (call before torch.compile)."""
-    import torch._inductor.config as inductor_config
+    from sweeper.torch_internals.inductor_config import set_option
 
     for name, value in options.items():
-        owner, *path = [inductor_config, *name.split(".")[:-1]]
-        for part in path:
-            owner = getattr(owner, part)
-        setattr(owner, name.split(".")[-1], value)
+        set_option(name, value)
 
 
 def current(options: dict[str, Any]) -> dict[str, Any]:
     """The values this process's Inductor config holds for `options`' names (for the record)."""
-    import torch._inductor.config as inductor_config
+    from sweeper.torch_internals.inductor_config import options as inductor_options
 
-    known = inductor_config.get_config_copy()
+    known = inductor_options()
     return {name: known.get(name) for name in options}

@@ -54,7 +54,7 @@ def _results(forward: Callable, workload, scale: float | None, before: Callable[
 def check(workload, compiled: Callable, model_name: str, cudagraphs: bool) -> dict:
     """The compiled forward's step against eager's, with a float64 reference: whether it
     passes, the tolerance, and the tensors that did not (the first five)."""
-    from tasks.torch_internals.probes import runner_same
+    from sweeper.torch_internals.probes import runner_same
 
     same = runner_same()
     scale = LOSS_SCALE if workload.amp_dtype == torch.float16 and workload.device == "cuda" else None

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sweeper.autotune_info import AutotuneStoreInfo
 from tasks import job_stores
-from tasks.torch_internals import probes
+from sweeper.torch_internals import probes
 
 
 def interval_s() -> float:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweeper.analysis.module_source import parse_module
-from tasks.torch_internals.probes import compiled_graph_class
+from sweeper.torch_internals.probes import compiled_graph_class
 
 _TRACE_LOGGER = "torch.__trace"
 
@@ -107,8 +107,8 @@ def loaded_module(path: str):
     """The module object this process already loaded for `path`, kernels and all, so that
     profiling it costs no second load (the `-p` harness reloads and re-tunes every kernel in
     a fresh process: 64 s for mixnet_l's forward by hand)."""
-    from tasks.torch_internals.compile_cache import load_code_module
-    from tasks.torch_internals.probes import loaded_code_modules
+    from sweeper.torch_internals.compile_cache import load_code_module
+    from sweeper.torch_internals.probes import loaded_code_modules
 
     modules, modules_by_path = loaded_code_modules()
     for mod in reversed(modules):

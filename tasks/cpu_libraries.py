@@ -49,7 +49,7 @@ def host_id() -> dict:
         pass
     compiler = ""
     try:
-        from tasks.torch_internals.probes import cpp_compiler
+        from sweeper.torch_internals.probes import cpp_compiler
 
         compiler = subprocess.run([cpp_compiler(), "--version"], capture_output=True, text=True,
                                   timeout=30).stdout.splitlines()[0]

@@ -66,7 +66,7 @@ def environment_of(device: str) -> dict:
 def _compile_threads() -> int | None:
     """Inductor's compile worker count in this process (TORCHINDUCTOR_COMPILE_THREADS or its default)."""
     try:
-        from tasks.torch_internals.probes import inductor_config
+        from sweeper.torch_internals.probes import inductor_config
 
         threads = inductor_config().compile_threads
         return None if threads is None else int(threads)

@@ -41,7 +41,7 @@ def inject(fault: str | None, ctx: JobContext) -> None:
             say(f"stalling mid-compile after autotuning {op} (SWEEPER_TEST_FAULTS)")
             time.sleep(10**6)
 
-        from tasks.torch_internals.benchmark_lease import on_template_autotuned
+        from sweeper.torch_internals.benchmark_lease import on_template_autotuned
 
         on_template_autotuned(stall)
         return

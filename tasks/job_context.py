@@ -15,8 +15,8 @@ from sweeper.job_spec import JobSpec
 from sweeper.record import PHASE_MARK, Record, ran_config
 from tasks.modules_profile import ModuleRun
 from tasks.phase_results import Setup
-from tasks.torch_internals.benchmark_lease import LeasedBenchmarks
-from tasks.torch_internals.tuned_launch import TunedLaunch
+from sweeper.torch_internals.benchmark_lease import LeasedBenchmarks
+from sweeper.torch_internals.tuned_launch import TunedLaunch
 
 if TYPE_CHECKING:  # for the annotations only: each phase imports what it uses (torch among them) when it runs
     from tasks.autotune_checkpoint import AutotuneCheckpoint

@@ -27,7 +27,7 @@ from sweeper.stores import autotune_store as at
 from sweeper.stores import compile_store as cs
 from sweeper.stores.autotune_merge import merge_entries
 from tasks import cpu_libraries
-from tasks.torch_internals import compile_cache, kernel_configs
+from sweeper.torch_internals import compile_cache, kernel_configs
 
 
 def _job_files(inductor_cache: Path) -> Path:

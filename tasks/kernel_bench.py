@@ -29,8 +29,8 @@ from typing import Any
 import torch
 
 from sweeper.analysis import kernels as mb
-from tasks.torch_internals.kernel_configs import config_key
-from tasks.torch_internals.probes import benchmark_gpu, raw_stream
+from sweeper.torch_internals.kernel_configs import config_key
+from sweeper.torch_internals.probes import benchmark_gpu, raw_stream
 
 
 def peak_bandwidth_gbps() -> float:

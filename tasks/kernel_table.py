@@ -35,7 +35,7 @@ def kernel_files(modules) -> dict[str, str]:
     microbenchmark of such a warm job failed so, bench/results/headline/README.md). Where
     that fails the path stays as named, and the kernel's row says why it was not timed."""
     from sweeper.analysis.module_source import kernel_sources
-    from tasks.torch_internals.compile_cache import write_kernel_file
+    from sweeper.torch_internals.compile_cache import write_kernel_file
 
     out = {}
     for path, kernels in _module_kernels(modules):

@@ -21,8 +21,8 @@ from sweeper.record_schema import Resolved
 from tasks import faults
 from tasks.job_context import JobContext, Skip, made, say
 from tasks.phase_results import Accuracy, Built, Eager, Environment, Setup, Steady, Timed
-from tasks.torch_internals import probes
-from tasks.torch_internals.benchmark_lease import leased_benchmarks
+from sweeper.torch_internals import probes
+from sweeper.torch_internals.benchmark_lease import leased_benchmarks
 
 
 def compile_mode(autotune: bool, cudagraphs: bool) -> str:

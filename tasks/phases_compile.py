@@ -16,8 +16,8 @@ from sweeper.stores import autotune_store, compile_store
 from tasks import cpu_libraries, job_stores
 from tasks.job_context import JobContext, made, say
 from tasks.phase_results import CompileSeed, Compiled, Environment, Setup, WarmedUp
-from tasks.torch_internals import compile_cache, probes
-from tasks.torch_internals.tuned_launch import TunedLaunch, reused_tuned_configs
+from sweeper.torch_internals import compile_cache, probes
+from sweeper.torch_internals.tuned_launch import TunedLaunch, reused_tuned_configs
 
 
 def compile_step(ctx: JobContext) -> Compiled:

@@ -214,7 +214,7 @@ def compiled_graphs(ctx: JobContext) -> dict:
     from collections import Counter
 
     from sweeper.analysis.graph_breaks import graph_breaks
-    from tasks.torch_internals.probes import dynamo_counters
+    from sweeper.torch_internals.probes import dynamo_counters
 
     capture = made(ctx.capture, "the module capture")
     recompiled = sorted({f"{m.frame_id}/{m.frame_compile_id}" for m in capture.modules if m.frame_compile_id})

@@ -60,7 +60,7 @@ def install() -> str:
     """Provenance tracking on and the tag pass installed (as Inductor's post-grad custom
     pre-pass, unless the user's options set one: then theirs runs and ours is not there,
     which the record says). Returns what was done, for the record."""
-    from tasks.torch_internals.probes import custom_graph_pass_class, inductor_config
+    from sweeper.torch_internals.probes import custom_graph_pass_class, inductor_config
 
     config = inductor_config()
 

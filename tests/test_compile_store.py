@@ -19,7 +19,7 @@ from sweeper.reporting.compile_state import compile_state, cpp_builds
 from sweeper.stores import exchange
 from sweeper.stores import compile_store as cs
 from tasks import cpu_libraries, job_stores
-from tasks.torch_internals import kernel_configs
+from sweeper.torch_internals import kernel_configs
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["model=test_resnet", "image_size=32", "measure.timed_steps=2", "measure.warmup_steps=1",

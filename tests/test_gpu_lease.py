@@ -186,13 +186,13 @@ def test_the_holder_adds_its_launch_cores_and_gives_them_back(tmp_path):
 
 
 def test_inductor_benchmarks_take_the_lease(tmp_path):
-    """Inductor's own benchmarker, hooked (tasks/torch_internals/benchmark_lease.py:
+    """Inductor's own benchmarker, hooked (sweeper/torch_internals/benchmark_lease.py:
     leased_benchmarks), holds the lease for each benchmark while inside, and is put back on
     leaving: here its CPU path, on this machine."""
     code = """
 import sys, json
 from tasks.gpu_lease import GpuLease
-from tasks.torch_internals.benchmark_lease import leased_benchmarks
+from sweeper.torch_internals.benchmark_lease import leased_benchmarks
 import torch
 lease = GpuLease("GPU-test", sys.argv[1], "0")
 from torch._inductor.runtime.benchmarking import Benchmarker, benchmarker

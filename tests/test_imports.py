@@ -4,7 +4,8 @@ analysis layers never import the sweep side (the end of a sweep hands its folder
 reporting side, sweeper/sweep/summary.close_sweep); analysis and reporting import neither
 torch nor Ray. Between the job and the driver: the job process (tasks/) reaches nothing of
 the driver's side, not even through a shared module, and no module of sweeper/ or
-hydra_plugins/ imports tasks/ (a job runs as `python -m tasks.job`, a process of its own)."""
+hydra_plugins/ imports tasks/ (a job runs as `python -m tasks.job`, a process of its own).
+Private torch and Ray APIs are reached from one package each."""
 
 import ast
 from pathlib import Path
@@ -143,3 +144,41 @@ def test_the_scheduler_imports_no_ray_nor_the_launchers():
     paths = {n: p if p.exists() else p.with_suffix("") / "__init__.py" for n, p in paths.items()}
     found = {n: sorted(i for i in imports_of(p, n) if i.split(".")[0] == "ray") for n, p in paths.items()}
     assert {n: f for n, f in found.items() if f} == {}, "Ray imported from the scheduler's side"
+
+
+# Where the project reaches torch's and Ray's private APIs: one package each, so that a
+# release that moves one breaks in one place (sweeper/torch_internals/__init__.py,
+# hydra_plugins/sweeper_ray/ray_internals.py).
+PRIVATE_HOMES = {"torch": "sweeper/torch_internals/", "ray": "hydra_plugins/sweeper_ray/ray_internals.py"}
+
+
+def private_uses(path: Path) -> list[str]:
+    """`import torch._x`, `from ray._private import y` and `torch._x.y` in a module's code
+    (its docstrings and comments aside): "line: name" each."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            names = [f"{node.value.id}.{node.attr}"]
+        out += [f"{node.lineno}: {n}" for n in names
+                if n.split(".")[0] in PRIVATE_HOMES and len(n.split(".")) > 1
+                and n.split(".")[1].startswith("_") and not n.split(".")[1].startswith("__")]  # __version__ is public
+    return out
+
+
+def test_private_torch_and_ray_apis_are_reached_from_their_one_package_only():
+    found = {}
+    for package in ("sweeper", "tasks", "hydra_plugins"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = str(path.relative_to(ROOT))
+            uses = [u for u in private_uses(path) if not rel.startswith(PRIVATE_HOMES[u.split(": ")[1].split(".")[0]])]
+            if uses:
+                found[rel] = uses
+    assert found == {}, found
+    # the check sees what it looks for
+    assert private_uses(ROOT / "sweeper" / "torch_internals" / "inductor_config.py")
+    assert private_uses(ROOT / "hydra_plugins" / "sweeper_ray" / "ray_internals.py")

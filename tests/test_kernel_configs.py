@@ -98,8 +98,8 @@ from torch._inductor.codecache import PyCodeCache
 from torch._inductor.runtime.autotune_cache import AutotuneCache
 from torch._inductor.runtime.triton_compat import Config
 from torch._inductor.runtime.triton_heuristics import CachingAutotuner
-from tasks.torch_internals import kernel_configs
-from tasks.torch_internals.tuned_launch import keep_own_pick, reused_tuned_configs
+from sweeper.torch_internals import kernel_configs
+from sweeper.torch_internals.tuned_launch import keep_own_pick, reused_tuned_configs
 
 reuse = reused_tuned_configs()  # entered where each script installs it, for the process's life
 source = Path(sys.argv[1]).read_text()
@@ -177,7 +177,7 @@ def test_a_seeded_config_is_launched_as_it_is_not_tuned_again(tmp_path):
     """On torch 2.11 and 2.14 a config's `found_by_coordesc` mark does not survive the
     compile worker's pickle back to the job (triton.Config.__setstate__), so Inductor would
     tune a seeded kernel again, from the seeded config; an H200 mixnet_l job did so for 215
-    of its 274 seeded kernels. tasks/torch_internals/tuned_launch.reused_tuned_configs looks in the
+    of its 274 seeded kernels. sweeper/torch_internals/tuned_launch.reused_tuned_configs looks in the
     kernel's cache first."""
     first, second, store = tmp_path / "cache_a", tmp_path / "cache_b", tmp_path / "store"
     inductor(first, "tune")
@@ -239,7 +239,7 @@ def test_a_renamed_kernel_of_the_same_code_finds_its_config(tmp_path):
     without the name, and a renamed kernel of the same code launches with it."""
     import re
 
-    from tasks.torch_internals import kernel_configs
+    from sweeper.torch_internals import kernel_configs
 
     first, second, store = tmp_path / "cache_a", tmp_path / "cache_b", tmp_path / "store"
     inductor(first, "tune")

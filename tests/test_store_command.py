@@ -18,7 +18,7 @@ from sweeper.stores import command as cmd
 from sweeper.stores.export import MANIFEST
 from sweeper.stores import autotune_store as st
 from tasks import job_stores
-from tasks.torch_internals.kernel_configs import CODE_INDEX
+from sweeper.torch_internals.kernel_configs import CODE_INDEX
 
 ROOT = Path(__file__).resolve().parent.parent
 H200 = {"hash": "h200hash", "device": {"name": "NVIDIA H200"}}

@@ -78,10 +78,10 @@ def _say(step: str, **fields) -> None:
 def _probe(address: str) -> None:
     import socket
 
-    from ray._private import services
+    from hydra_plugins.sweeper_ray import ray_internals
 
     try:
-        resolved = services.canonicalize_bootstrap_address(address)
+        resolved = ray_internals.canonical_address(address)
     except Exception as e:  # "auto" with no cluster running here, a malformed address
         _say("error", message=f"{type(e).__name__}: {e}")
         return
@@ -97,10 +97,8 @@ def _probe(address: str) -> None:
         _say("error", message=f"TCP connect to {resolved} failed ({getattr(e, 'strerror', None) or e})")
         return
     _say("tcp_open")
-    from ray._raylet import GcsClient  # type: ignore[attr-defined]  # Cython: no type information
-
     try:
-        GcsClient(address=resolved)
+        ray_internals.gcs_client(resolved)
     except Exception as e:
         if "Authentication" in type(e).__name__:  # it is Ray, and it wants a token we lack
             _say("refused", message=str(e).split(". ")[0])

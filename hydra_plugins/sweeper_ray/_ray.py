@@ -12,6 +12,7 @@ import signal
 import sys
 from pathlib import Path
 
+from hydra_plugins.sweeper_ray import ray_internals
 from hydra_plugins.sweeper_ray._address import check_ray_address
 from hydra_plugins.sweeper_ray._reaper import watch_embedded_ray
 from sweeper.job_spec import GpuLeaseSpec, JobSpec
@@ -75,11 +76,9 @@ def _quiet_start() -> None:
     prefix (RAY_COLOR_PREFIX=0 drops them; the driver prints those lines)."""
     if "RAY_AUTH_MODE" not in os.environ:
         try:
-            from ray._private.authentication.authentication_token_setup import _enable_token_auth
+            ray_internals.enable_token_auth()  # RAY_AUTH_MODE=token, and Ray's cached config told
         except ImportError:  # another Ray version: its own default stands
             pass
-        else:
-            _enable_token_auth()  # RAY_AUTH_MODE=token, and Ray's cached config told
     if not sys.stdout.isatty():
         os.environ.setdefault("RAY_COLOR_PREFIX", "0")
 
@@ -100,10 +99,10 @@ def token_auth_state() -> str:
     """What Ray says of its token authentication, as it is: Ray 2.60 turns it on for a local
     cluster unless RAY_AUTH_MODE turns it off, which is worth a warning."""
     try:
-        from ray._private.authentication.authentication_utils import is_token_auth_enabled
+        enabled = ray_internals.token_auth_enabled()
     except ImportError:  # another Ray version: say so rather than claim either way
         return "token authentication: unknown with this Ray version"
-    if is_token_auth_enabled():
+    if enabled:
         return "token authentication on"
     print("sweeper: warning: Ray's token authentication is off (RAY_AUTH_MODE="
           f"{os.environ.get('RAY_AUTH_MODE', 'unset')}); any local process can submit work to this Ray",
@@ -120,9 +119,7 @@ def _loopback_only() -> None:
     process listen there (tests/test_ray_launcher.py). Ray reads the variable when it is
     imported, and its processes inherit it from here."""
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    constants = sys.modules.get("ray._private.ray_constants")
-    if constants is not None:  # ray was imported before this (e.g. in a test): its copy too
-        setattr(constants, "ENABLE_RAY_CLUSTER", False)
+    ray_internals.local_only_after_import()  # ray was imported before this (e.g. in a test): its copy too
 
 
 def scratch_key(sweep_dir: Path) -> str:

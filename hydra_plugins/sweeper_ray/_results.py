@@ -21,6 +21,7 @@ import shutil
 import tarfile
 from pathlib import Path
 
+from hydra_plugins.sweeper_ray import ray_internals
 from sweeper.job_spec import JobSpec
 from sweeper.record import Record, atomic_write_bytes, no_colour, relocate, write_record
 from sweeper.stores import compile_store
@@ -274,8 +275,6 @@ def record_without_worker(job: Job, reason: str, duration: float, scratch_job_di
 def ray_logs_dir() -> str | None:
     """Where Ray writes its workers' own logs (this session's), None if unknown."""
     try:
-        import ray
-
-        return ray._private.worker.global_worker.node.get_logs_dir_path()
+        return ray_internals.logs_dir()
     except Exception:  # noqa: BLE001 - private API; a pointer, never a failure
         return None

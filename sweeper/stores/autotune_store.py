@@ -18,7 +18,7 @@ What is kept, as Inductor keeps it in a job's own cache folder:
   launches with that config, tuning nothing; Inductor itself refuses one made for another
   candidate list (its `configs_hash`). Each config also keeps its kernel's code key (the
   source without the kernel's name, `kernel_code`): a kernel renamed in a later compile
-  (its number in the graph moved) finds it by that (tasks/torch_internals/kernel_configs.py:
+  (its number in the graph moved) finds it by that (sweeper/torch_internals/kernel_configs.py:
   renamed_config).
 
 Jobs keep private caches, and on a Ray cluster nodes share no disk, so the entries travel

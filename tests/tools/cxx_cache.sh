@@ -20,11 +20,13 @@ case "$out" in *.so) ;; *) exec g++ "$@" ;; esac
 # (a job's cache folder) left out
 key=$( { cat "$src"; for arg in "$@"; do
            [ "$arg" = "$src" ] || [ "$arg" = "$out" ] || printf '%s\n' "$arg"; done; } | sha256sum | cut -c1-40)
+mkdir -p "$cache"
 if [ ! -f "$cache/$key.so" ]; then
-    mkdir -p "$cache"
     g++ "$@"
     # written beside, then renamed: two jobs building the same kernel at once each see a whole file
     cp "$out" "$cache/$key.so.$$" && mv -f "$cache/$key.so.$$" "$cache/$key.so"
+    echo "built $key" >> "$cache/builds.log"  # one short line a build, appended whole
     exit 0
 fi
 cp "$cache/$key.so" "$out"
+echo "read $key" >> "$cache/builds.log"

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Callable, Iterator
 
-from tasks.torch_internals.probes import autotuned_ops
+from sweeper.torch_internals.probes import autotuned_ops
 
 # Inductor's benchmarking entry points that time on a device: every kernel, template choice
 # and fusion it benchmarks while compiling goes through one of these (runtime/benchmarking.py,

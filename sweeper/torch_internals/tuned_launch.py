@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from tasks.torch_internals.compile_cache import in_this_cache
-from tasks.torch_internals.kernel_configs import config_key, renamed_config
+from sweeper.torch_internals.compile_cache import in_this_cache
+from sweeper.torch_internals.kernel_configs import config_key, renamed_config
 
 
 @dataclass

@@ -11,11 +11,13 @@ to look first; the tests that exercise each are named beside it.
   read and written back, the index by kernel code);
 - benchmark_lease.py: Inductor's benchmarks under the GPU's lease (a context manager that
   patches, restores and counts);
-- tuned_launch.py: kernels launched with an earlier run's tuned config (the same).
+- tuned_launch.py: kernels launched with an earlier run's tuned config (the same);
+- inductor_config.py: Inductor's options by their dotted names, read and set (the user's
+  `inductor` options, checked on the driver, set in the job).
 
-Other private APIs live where they are used, each named there with the versions it ran
-on: tasks/cpu_libraries.py (Inductor's C++ build), tasks/environment.py, and
-sweeper/inductor_options.py (Inductor's config, read without importing torch).
+No module outside this package reaches a private torch API (tests/test_imports.py checks
+the source): the job's modules (tasks/) and the driver's (sweeper/inductor_options.py) call
+these. The package is the job's and the driver's both: it imports nothing of either side.
 """
 
 TESTED_ON = ("2.11.0", "2.14.1")
