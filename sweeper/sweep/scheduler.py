@@ -30,11 +30,11 @@ from typing import Any
 from sweeper.record import Record, write_record
 from sweeper.stores import exchange
 from sweeper.stores.storage import Storage
-from sweeper.sweep import packing, pythons
+from sweeper.sweep import packing, pythons, stopping
 from sweeper.sweep import summary as sm
+from sweeper.sweep.collector import Collected, Collector
 from sweeper.sweep.control import Job, check_jobs, earlier_record, keep_earlier_log, reusable, save_hydra_files
 from sweeper.sweep.executor import Executor, ResultsNotWritten, cpu_only, job_resources, slots_of
-from sweeper.sweep.job_process import failed_record
 from sweeper.sweep.order import JobQueue, shape_group
 from sweeper.sweep.progress import Progress
 from sweeper.sweep.settings import LauncherSettings
@@ -42,6 +42,7 @@ from sweeper.sweep.spare_gpus import gpus_for
 
 log = logging.getLogger(__name__)
 
+COLLECT_BEHIND = 2  # finished jobs whose results are being read before the loop waits for them
 SUMMARY_EVERY_S = 2.0  # summary.json's rewrites while jobs run, at most one in this many seconds
 
 
@@ -72,6 +73,7 @@ class Scheduler:
     resources: dict = field(default_factory=dict)
     alone: dict[int, str] = field(default_factory=dict)  # job -> why it runs again alone on its GPU
     summary_at: float = 0.0  # when summary.json was last written
+    collector: Collector | None = None  # the finished jobs whose results are being read (wait_all)
 
     @functools.cached_property
     def storage(self) -> Storage | None:
@@ -86,7 +88,7 @@ class Scheduler:
             if to_run:  # nothing to run (a finished sweep resumed): no executor at all
                 self.submit(to_run)
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the executor starts: every job to run is cancelled
-            self.cancel_pending()
+            stopping.cancel(self)
             raise
         line, expected_s = expected(to_run, self.slots) if to_run and expected else ("", None)
         if line:
@@ -98,7 +100,7 @@ class Scheduler:
             self.wait_all(progress)
         except KeyboardInterrupt:
             progress.stop()  # before the message, so that it prints below the live line
-            self.cancel_pending()
+            stopping.cancel(self)
             raise
         finally:
             progress.stop()  # the live line's last state stays on the screen
@@ -180,62 +182,56 @@ class Scheduler:
             self.submitted_at[job.num] = time.time()
 
     def wait_all(self, progress: Progress, poll_s: float = 1.0) -> None:
-        while self.pending:
-            for handle in self.executor.wait(list(self.pending), poll_s):
-                job = self.pending.pop(handle)
-                self.gpus_of.pop(job.num, None)
-                took = time.time() - self.submitted_at[job.num]
-                try:
-                    record = self.executor.collect(handle, job, took)
-                    record = exchange.bring_back(job.spec, job.job_dir, record)
-                except ResultsNotWritten as e:
-                    progress.stop()
-                    self.stop_unwritable(e, took)
-                if self.rerun_alone(job, record):
+        """Jobs collected as they end, their results read off this loop (collector.py): a
+        freed slot takes the next job at once, and what follows from a job's record (a
+        re-run alone, the queue's next group, the summary) once it is read."""
+        collector = self.collector = Collector(self.collect)
+        try:
+            while self.pending or len(collector):
+                ended = self.executor.wait(list(self.pending), 0.05 if len(collector) else poll_s) if self.pending else []
+                for handle in ended:
+                    job = self.pending.pop(handle)
+                    self.gpus_of.pop(job.num, None)
+                    collector.add(handle, job, time.time() - self.submitted_at[job.num])
+                if ended:
                     self.fill()
-                    continue
-                if job.num in self.alone:
-                    record["job"]["rerun_alone"] = self.alone[job.num]
-                    write_record(job.job_dir, record)
-                self.finished(job, record)
-                assert self.queue is not None  # made by submit() before any job ran
-                self.queue.done(job)
-                self.fill()
-                progress.finished(record["status"], took, self.slots)
-                self.write_summary()
-            progress.show(min(len(self.pending), self.slots), self.slots)
+                # the loop waits on the collector once it is COLLECT_BEHIND jobs behind, and
+                # when nothing runs: results never pile up unread
+                behind = not self.pending or len(collector) >= COLLECT_BEHIND
+                for got in collector.done(timeout=poll_s if behind else 0.0):
+                    self.collected(got, progress)
+                progress.show(min(len(self.pending), self.slots), self.slots)
+        finally:
+            collector.close()
         progress.show(0, self.slots)
         self.write_summary(force=True)
 
-    def stop_unwritable(self, e: ResultsNotWritten, took: float) -> None:
-        """A finished job's results could not be written into the sweep folder (a full disk):
-        the sweep stops here, with every job's state in summary.json where it can still be
-        written, the results named where they still are (the job's scratch folder, kept), and
-        exit code 2. The jobs still running are cancelled, their scratch folders kept too."""
-        print(f"\nsweeper: {e}.", file=sys.stderr, flush=True)
-        left = {job.num: str(self.executor.scratch_of(job)) for job in self.pending.values()}
-        self.executor.cancel(list(self.pending))
-        entry = sm.job_entry(e.job.num, e.job.overrides, e.job.job_dir, failed_record(
-            e.job.spec, e.job.job_dir, f"finished, but its results could not be written into the sweep folder "
-            f"({e.error}); they are in {e.scratch} on {e.host}", took))
-        self.entries[e.job.num] = {**entry, "log": str(Path(e.scratch) / "job.log"), "log_note": f"on {e.host}"}
-        why = "cancelled: the sweep stopped, its folder could not take a finished job's results"
-        for job in [*self.pending.values(), *(self.queue or [])]:
-            self.entries[job.num] = sm.job_entry(job.num, job.overrides, job.job_dir, failed_record(
-                job.spec, job.job_dir, why, 0.0, status="cancelled"))
-        self.pending.clear()
-        if left:
-            print("sweeper: the jobs that were still running were cancelled; what they wrote is in their scratch "
-                  "folders: " + ", ".join(f"#{n} {d}" for n, d in sorted(left.items())), file=sys.stderr)
-        try:
-            sm.write_summary(self.sweep_dir, list(self.entries.values()), self.started, self.command, done=False)
-            where = f"{self.sweep_dir / sm.SUMMARY_FILE} says where each job stands"
-        except OSError as err:
-            where = f"summary.json could not be written either ({err})"
-        print(f"sweeper: the sweep stopped; {where}. Free space in {self.sweep_dir} (or choose another "
-              "hydra.sweep.dir) and run the same command again: finished jobs whose results are in the folder "
-              "are kept, the others run again.", file=sys.stderr, flush=True)
-        raise SystemExit(2)
+    def collect(self, handle: Any, job: Job, took: float) -> Record:
+        """On the collector's thread: the job's record, its results in the sweep folder, and
+        the stores' entries it brought back taken in."""
+        record = self.executor.collect(handle, job, took)
+        return exchange.bring_back(job.spec, job.job_dir, record)
+
+    def collected(self, got: Collected, progress: Progress) -> None:
+        job, record, took = got.job, got.record, got.took
+        if isinstance(got.error, ResultsNotWritten):
+            progress.stop()
+            stopping.stop_unwritable(self, got.error, took)
+        if got.error is not None:
+            raise got.error
+        assert record is not None
+        if self.rerun_alone(job, record):
+            self.fill()
+            return
+        if job.num in self.alone:
+            record["job"]["rerun_alone"] = self.alone[job.num]
+            write_record(job.job_dir, record)
+        self.finished(job, record)
+        assert self.queue is not None  # made by submit() before any job ran
+        self.queue.done(job)
+        self.fill()
+        progress.finished(record["status"], took, self.slots)
+        self.write_summary()
 
     def rerun_alone(self, job: Job, record: Record) -> bool:
         """A job that ran out of GPU memory while it shared its GPU goes back to the front of
@@ -265,27 +261,3 @@ class Scheduler:
             return
         sm.write_summary(self.sweep_dir, list(self.entries.values()), self.started, self.command, done=done)
         self.summary_at = now
-
-    def cancel_pending(self) -> None:
-        queued = list(self.queue) if self.queue is not None else list(self.to_run)  # none submitted yet
-        print(f"\n[sweep] interrupted: cancelling {len(self.pending)} running and {len(queued)} queued jobs; "
-              "finished results are kept",
-              flush=True)
-        self.executor.cancel(list(self.pending))
-        stopped = list(self.pending.values())
-        try:  # the stopped jobs' logs, and what the autotune jobs had tuned so far, for the store
-            kept = self.executor.salvage(stopped) if stopped else 0
-            if any(exchange.shares(job.spec.config) for job in stopped):
-                print(f"[sweep] autotune entries of {kept} stopped jobs brought back for the store", flush=True)
-        except Exception as e:  # noqa: BLE001 - the finished results and the summary come first
-            print(f"[sweep] what the stopped jobs left on their nodes could not be brought back: {type(e).__name__}: {e}",
-                  flush=True)
-        for job in stopped:
-            record = self.executor.record_without_worker(job, "cancelled (Ctrl-C or SIGTERM) before it finished",
-                                                         time.time() - self.submitted_at[job.num], "cancelled")
-            self.finished(job, exchange.bring_back(job.spec, job.job_dir, record))
-        for job in queued:  # never submitted
-            save_hydra_files(job)
-            self.finished(job, self.executor.record_without_worker(job, "cancelled (Ctrl-C or SIGTERM) before it started",
-                                                                   0.0, "cancelled"))
-        sm.write_summary(self.sweep_dir, list(self.entries.values()), self.started, self.command, done=False)
