@@ -19,7 +19,8 @@ from sweeper.stores.storage import Storage
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ["mode=inference", "image_size=32", "batch_size=2", "measure.timed_steps=2", "measure.warmup_steps=1",
         "measure.profile_steps=1", "measure.module_rounds=2", "measure.module_calls_per_round=1",
-        "measure.module_profile_calls=1", "measure.eager=false"]
+        "measure.module_profile_calls=1", "measure.eager=false",
+        "measure.steady_loop_s=0"]  # no steady loop: nothing here reads a figure over one (test_job_cpu.py does)
 
 
 @pytest.fixture(scope="module")
