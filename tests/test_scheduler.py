@@ -73,6 +73,33 @@ def test_a_groups_first_autotune_job_runs_before_the_others_of_its_shapes(tmp_pa
     assert ex.submitted[order.index(other)] and order.index(other) > 0
 
 
+def test_the_others_of_a_group_start_only_once_its_first_jobs_results_are_read(tmp_path):
+    """A finished job's results (with the store entries it brings back) are read off the
+    scheduler's loop (sweeper/sweep/collector.py): its slot frees at once, but the jobs of its
+    shapes still wait until its results are in, even with nothing else running."""
+    import time
+
+    events: list[tuple[str, int]] = []
+
+    class SlowToRead(MemoryExecutor):
+        def submit(self, job, spec, resources, jobs_per_gpu):
+            events.append(("submitted", job.num))
+            return super().submit(job, spec, resources, jobs_per_gpu)
+
+        def collect(self, handle, job, took_s):
+            time.sleep(0.3)  # a bundle being unpacked
+            events.append(("read", job.num))
+            return super().collect(handle, job, took_s)
+
+    jobs = make_jobs(tmp_path, ["model=resnet18", "autotune=on", "cudagraphs=on"],
+                     ["model=resnet18", "autotune=on", "cudagraphs=off"])
+    ex = SlowToRead(nodes=({"Alive": True, "NodeID": "n0", "Resources": {"CPU": 64.0, "GPU": 2.0}},))
+    run(tmp_path, jobs, ex, lend_spare_gpus=False)
+    first = events[0][1]
+    assert events.index(("read", first)) < events.index(("submitted", 1 - first)), events
+    assert [j["status"] for j in summary(tmp_path)["jobs"]] == ["ok", "ok"]
+
+
 def test_a_packed_job_out_of_gpu_memory_runs_again_alone_once(tmp_path):
     jobs = make_jobs(tmp_path, ["model=resnet18", "batch_size=512"], ["model=resnet18", "batch_size=8"])
     oom = "out of GPU memory (torch.OutOfMemoryError): tried to allocate 20 GiB"

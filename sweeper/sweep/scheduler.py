@@ -158,7 +158,9 @@ class Scheduler:
         would leave without the store entries of the jobs running now). An autotune=on job
         may take the GPUs no queued job will need (spare_gpus.py)."""
         while self.queue and len(self.pending) < self.slots and ((free := self.free_gpus()) is None or free >= 1):
-            job = self.queue.next(force=not self.pending)
+            # a job waits for its group's first autotune=on job until that one's entries are in
+            # the store: forced out only when nothing runs and no finished job is still being read
+            job = self.queue.next(force=not self.pending and not (self.collector and len(self.collector)))
             if job is None:  # the rest wait for their group's first autotune=on job
                 return
             save_hydra_files(job)
