@@ -101,8 +101,10 @@ def test_dry_run_expects_the_time_the_same_jobs_took_before(four_jobs, tmp_path)
                            capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
     line = next(x for x in again.stdout.splitlines() if x.startswith("expected duration"))
-    minutes = sum(took) / 60  # one CPU job at a time here
-    assert f"about {minutes:.0f} min with 1 at a time" in line and "4 of 6 jobs on a CPU" in line, line
+    from sweeper.sweep.estimate import duration_words
+
+    # one CPU job at a time here: their durations added, in the dry run's words ("80 s", "2 min")
+    assert f"about {duration_words(sum(took))} with 1 at a time" in line and "4 of 6 jobs on a CPU" in line, line
     listed = [x.split()[0] for x in again.stdout.splitlines() if "model=test_efficientnet" in x]
     assert f"no earlier record: {', '.join(listed)}" in line
 
