@@ -25,7 +25,6 @@ from tasks import gpu_lease, phases, phases_compile, phases_profile
 from tasks.gc_watch import GcWatch
 from tasks.host_load import HostLoad
 from tasks.job_context import JobContext, Skip, say
-from tasks.phase_results import CompileSeed, Compiled
 from tasks.phases_compile import heartbeat_line
 
 
@@ -170,15 +169,9 @@ def run(spec: JobSpec, job_dir: Path) -> Record:
 
 def assemble(record: Record, ctx: JobContext) -> None:
     """The record's parts, once, from the phases' results in the order they were kept (those
-    of the phases before a failure), and the autotune store's counts as the job ends (before
-    the compile's parts, where the compile seeded them)."""
-    store = ctx.autotune_store
+    of the phases before a failure)."""
     for result in ctx.results.values():
-        if store is not None and isinstance(result, (CompileSeed, Compiled)):
-            record["timings"]["autotune_store"] = store
         result.into(record)
-    if store is not None:
-        record["timings"]["autotune_store"] = store
 
 
 def _take_lease(lease, phase: Phase) -> None:

@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sweeper.autotune_info import AutotuneStoreInfo
+from sweeper.record import compiled_warm
 from sweeper.record_schema import Breakdown, Record, Resolved
 
 
@@ -57,6 +59,18 @@ class Eager:
 
 
 @dataclass(frozen=True)
+class AutotuneSeeded:
+    """compile, first, for an autotune=on job sharing the store: the store's counts. The
+    same object as the context's `autotune_store`, which the checkpoint, the warm-up's last
+    write and a stopped job's partial write go on updating: the record takes it as it is at
+    the job's end."""
+    counts: AutotuneStoreInfo
+
+    def into(self, record: Record) -> None:
+        record["timings"]["autotune_store"] = self.counts
+
+
+@dataclass(frozen=True)
 class CompileSeed:
     """compile, first: what the compile store gave the job (tasks/job_stores.seed_compile),
     kept before the compile that may fail."""
@@ -76,6 +90,11 @@ class Compiled:
     tuned_configs_renamed: int | None = None  # with the tuned-config patch installed
     cpu_isa_probes: dict | None = None  # a job with C++ kernels
     benchmarks: dict | None = None  # compile_benchmarks: what its compile benchmarked, where anything
+
+    @property
+    def warm(self) -> bool:
+        """Whether the compile came from a cache (sweeper/record.compiled_warm)."""
+        return compiled_warm({"compile_cache": self.cache})
 
     def into(self, record: Record) -> None:
         t = record["timings"]

@@ -11,11 +11,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from sweeper.record import compiled_warm
 from sweeper.stores import autotune_store, compile_store
 from tasks import cpu_libraries, job_stores
 from tasks.job_context import JobContext, made, say
-from tasks.phase_results import CompileSeed, Compiled, Environment, Setup, WarmedUp
+from tasks.phase_results import AutotuneSeeded, CompileSeed, Compiled, Environment, Setup, WarmedUp
 from sweeper.torch_internals import compile_cache, probes
 from sweeper.torch_internals.tuned_launch import TunedLaunch, reused_tuned_configs
 
@@ -117,7 +116,7 @@ def warmup(ctx: JobContext) -> WarmedUp:
         seed = ctx.has(CompileSeed)
         stored = dict(seed.store) if seed is not None else {}
         compiled = ctx.got(Compiled)
-        if compiled_warm({"compile_cache": compiled.cache}) and not compiled_anything():
+        if compiled.warm and not compiled_anything():
             stored["job_bytes"] = stored.get("bytes")  # all of it came from the store, which keeps it as it is
         else:
             environment = ctx.has(Environment)
@@ -150,6 +149,7 @@ def seed_autotune_store(ctx: JobContext) -> None:
     if attempts:  # this job was stopped before: the record sets what those runs gave beside this one
         got["earlier_attempts"] = attempts
     ctx.autotune_store = got
+    ctx.keep(AutotuneSeeded(got))
     say(f"autotune store {got['store']}: {got['seeded_ops']} ops ({got['seeded_entries']} timed choices) and "
         f"{got['seeded_kernel_configs']} kernel configs from earlier jobs"
         + (f"; this job ran {len(attempts)} time(s) before and was stopped ({attempts[-1].get('status')}, "
@@ -182,7 +182,7 @@ def compiled_anything() -> bool:
 def cold_compile_s(compiled: Compiled, warmup_s: float, seed: CompileSeed | None) -> float | None:
     """Seconds of this job's compile and warm-up when compiled cold: its own, or, when it
     loaded an earlier run's compile, that run's (kept with it in the compile store)."""
-    if compiled_warm({"compile_cache": compiled.cache}):
+    if compiled.warm:
         return (seed.store if seed is not None else {}).get("cold_compile_s")
     return round(compiled.compile_s + warmup_s, 3)
 

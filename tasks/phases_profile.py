@@ -150,7 +150,7 @@ def profile_modules(ctx: JobContext) -> ModulesProfiled:
 
 
 def wants_microbench(ctx: JobContext) -> bool:
-    return ctx.device == "cuda" and ctx.measure["microbench"] and bool(_kernel_table(ctx)["rows"])
+    return ctx.device == "cuda" and ctx.measure["microbench"] and bool(ctx.got(ModulesProfiled).kernel_table["rows"])
 
 
 def _kernel_table(ctx: JobContext) -> dict:

@@ -33,9 +33,6 @@ class Collector:
     def __len__(self) -> int:
         return len(self._running)
 
-    def jobs(self) -> list[Job]:
-        return [job for job, _ in self._running.values()]
-
     def add(self, handle: Any, job: Job, took: float) -> None:
         self._running[self._pool.submit(self._collect, handle, job, took)] = (job, took)
 
