@@ -160,14 +160,23 @@ def test_training_job_places_its_kernel_time_on_the_models_code(training_job):
     import timm
     from torch import nn
 
-    from sweeper.analysis.attribution import OUTSIDE
+    from sweeper.analysis.attribution import NO_MODULE, OUTSIDE
 
     job_dir, _ = training_job
     rec = read_record(job_dir)
     mc = rec["model_code"]
-    assert mc["tags"] == "installed" and mc["sites_with_module"] >= mc["sites"] - 1  # one layout copy has no module
-    inside = mc["device_ms"] - mc["unattributed"].get(OUTSIDE, 0.0)
-    assert mc["attributed_ms"] / inside >= 0.95, mc["unattributed"]
+    assert mc["tags"] == "installed" and mc["sites_with_module"] >= mc["sites"] - 1  # the loss's kernel has no module
+    # every ms of the step is placed or given a reason
+    assert mc["attributed_ms"] + sum(mc["unattributed"].values()) == pytest.approx(mc["device_ms"], rel=1e-4)
+    # nearly every kernel launched inside the graphs is placed. Counted by launches, not by
+    # time: placing is exact, but one CPU kernel's time is not (on a loaded 2-core machine,
+    # the loss kernel's 7 us once took 1.2 ms, a fifth of the step)
+    labels = [(e["name"], e["args"]["model modules"]) for e in load_trace(rec["artifacts"]["traces"]["step"])
+              if "model modules" in (e.get("args") or {})]
+    inside = [(name, got) for name, got in labels if got != f"not placed: {OUTSIDE}"]
+    placed = [name for name, got in inside if not got.startswith("not placed")]
+    assert len(placed) / len(inside) >= 0.95, [got for _, got in inside if got.startswith("not placed")]
+    assert len({name for name, got in inside if got == f"not placed: {NO_MODULE}"}) <= 1  # that one launch site only
     assert mc["graphs"]["modules"] == {"forward": 1, "backward": 1}
     assert mc["graphs"]["graph_breaks"] == [] and mc["graphs"]["recompiles"] == 0
     # the compiled step computes what eager does, by PyTorch's benchmark runner's check
