@@ -170,3 +170,21 @@ def test_results_that_cannot_be_written_stop_the_sweep_with_every_jobs_state(tmp
     assert "could not be written into the sweep folder" in entries[0]["reason"] and entries[0]["log_note"] == "on node0"
     assert {entries[n]["status"] for n in range(1, 5)} == {"cancelled"}
     assert "run the same command again" in capsys.readouterr().err
+
+
+def test_a_job_whose_files_cannot_be_written_stops_the_sweep_once_the_running_ones_are_read(tmp_path, capsys):
+    """A full sweep folder met as a job starts (its .hydra files), not as a finished one's
+    results come back: the jobs already running finish and are kept, no other job starts,
+    exit code 2, every job's state said."""
+    jobs = make_jobs(tmp_path, *[["model=resnet18", f"batch_size={b}"] for b in (8, 16, 32, 64, 128)])
+    (tmp_path / "3").write_text("")  # job 3's folder cannot be made: an OSError as it starts
+    ex = MemoryExecutor()
+    with pytest.raises(SystemExit) as stop:
+        run(tmp_path, jobs, ex)
+    assert stop.value.code == 2
+    entries = {j["num"]: j for j in summary(tmp_path)["jobs"]}
+    assert [entries[n]["status"] for n in range(5)] == ["ok", "ok", "ok", "cancelled", "cancelled"]
+    assert sorted(num for num, _, _ in ex.submitted) == [0, 1, 2]
+    err = capsys.readouterr().err
+    assert f"job #3 could not start: its files could not be written into {tmp_path / '3'}" in err
+    assert "run the same command again" in err

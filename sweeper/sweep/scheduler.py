@@ -74,6 +74,7 @@ class Scheduler:
     alone: dict[int, str] = field(default_factory=dict)  # job -> why it runs again alone on its GPU
     summary_at: float = 0.0  # when summary.json was last written
     collector: Collector | None = None  # the finished jobs whose results are being read (wait_all)
+    unstartable: tuple[Job, OSError] | None = None  # a job whose files the sweep folder could not take
 
     @functools.cached_property
     def storage(self) -> Storage | None:
@@ -157,13 +158,19 @@ class Scheduler:
         """Start queued jobs while slots are free (an executor would queue more, but they
         would leave without the store entries of the jobs running now). An autotune=on job
         may take the GPUs no queued job will need (spare_gpus.py)."""
-        while self.queue and len(self.pending) < self.slots and ((free := self.free_gpus()) is None or free >= 1):
+        while (self.queue and not self.unstartable and len(self.pending) < self.slots
+               and ((free := self.free_gpus()) is None or free >= 1)):
             # a job waits for its group's first autotune=on job until that one's entries are in
             # the store: forced out only when nothing runs and no finished job is still being read
             job = self.queue.next(force=not self.pending and not (self.collector and len(self.collector)))
             if job is None:  # the rest wait for their group's first autotune=on job
                 return
-            save_hydra_files(job)
+            try:
+                save_hydra_files(job)
+            except OSError as e:  # a full sweep folder: no job starts; the sweep stops once the running ones are read
+                self.queue.put_back(job)
+                self.unstartable = (job, e)
+                return
             spec, res, per_gpu = exchange.with_seed(job.spec, self.storage), self.resources, self.jobs_per_gpu
             if job.num in self.alone:  # ran out of GPU memory beside others: the whole GPU this time
                 res, per_gpu = {**res, "num_gpus": 1}, 1
@@ -205,6 +212,9 @@ class Scheduler:
                 progress.show(min(len(self.pending), self.slots), self.slots)
         finally:
             collector.close()
+        if self.unstartable:
+            progress.stop()
+            stopping.stop_unstartable(self, *self.unstartable)
         progress.show(0, self.slots)
         self.write_summary(force=True)
 

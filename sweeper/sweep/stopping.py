@@ -1,7 +1,7 @@
 """How a sweep stops early (sweeper/sweep/scheduler.py): Ctrl-C or SIGTERM, which cancels
-what runs and what is queued and keeps what finished; and a finished job whose results
-cannot be written into the sweep folder (a full disk), which stops the sweep with exit
-code 2, every job's state said."""
+what runs and what is queued and keeps what finished; and a sweep folder that cannot take a
+finished job's results or a starting job's files (a full disk), which stops the sweep with
+exit code 2, every job's state said."""
 
 from __future__ import annotations
 
@@ -71,6 +71,23 @@ def stop_unwritable(sweep: Scheduler, e: ResultsNotWritten, took: float) -> None
     if left:
         print("sweeper: the jobs that were still running were cancelled; what they wrote is in their scratch "
               "folders: " + ", ".join(f"#{n} {d}" for n, d in sorted(left.items())), file=sys.stderr)
+    _stopped(sweep)
+
+
+def stop_unstartable(sweep: Scheduler, job: Any, error: OSError) -> None:
+    """A job's files could not be written into the sweep folder as it was about to start
+    (a full disk): once the running jobs were read, the sweep stops the same way, the jobs
+    not started recorded as cancelled, exit code 2."""
+    print(f"\nsweeper: job #{job.num} could not start: its files could not be written into {job.job_dir} ({error}).",
+          file=sys.stderr, flush=True)
+    why = "cancelled: the sweep stopped, its folder could not take a job's files"
+    for queued in sweep.queue or []:
+        sweep.entries[queued.num] = sm.job_entry(queued.num, queued.overrides, queued.job_dir, failed_record(
+            queued.spec, queued.job_dir, why, 0.0, status="cancelled"))
+    _stopped(sweep)
+
+
+def _stopped(sweep: Scheduler) -> None:
     try:
         sm.write_summary(sweep.sweep_dir, list(sweep.entries.values()), sweep.started, sweep.command, done=False)
         where = f"{sweep.sweep_dir / sm.SUMMARY_FILE} says where each job stands"
