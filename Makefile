@@ -38,9 +38,12 @@ browser:
 # fixture runs once; then the tests marked `alone` (a stall against a time limit, the
 # host-load reading), with nothing beside them. Given a file of no `alone` test, the
 # second run finds none: exit code 5, not a failure here (the first run's 5 still is).
+# Both runs share one folder of the run's stores and C++ kernel cache (tests/conftest.py).
 test: install browser
-	$(PY) -m pytest -q -n 2 --dist loadfile -m "not alone" $(PYTEST_ARGS)
-	$(PY) -m pytest -q -m alone $(PYTEST_ARGS) || [ $$? = 5 ]
+	@shared=$$(mktemp -d /tmp/sweeper-tests.XXXXXX); export SWEEPER_TEST_SHARED=$$shared; \
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not alone" $(PYTEST_ARGS) \
+	  && { $(PY) -m pytest -q -m alone $(PYTEST_ARGS) || [ $$? = 5 ]; }; \
+	rc=$$?; rm -rf $$shared; exit $$rc
 
 # For development: the analysis, report, store-order and GPU-lease tests, with no real
 # torch.compile and no sweep of jobs (100 s on 2 cores, 170 tests); `make test` runs all.

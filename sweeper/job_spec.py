@@ -20,6 +20,27 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class AutotuneSeed:
+    """The autotune store's entries the driver hands a job (stores/autotune_store.load): the
+    store's folder for one torch version, that version, its documents by Inductor system
+    hash (each a GPU's or CPU's timed choices and kernel configs), and notes on files that
+    were set aside. The job merges them into its cache before it compiles
+    (tasks/job_stores.seed_autotune)."""
+
+    store: str | None = None
+    torch: str | None = None
+    systems: dict[str, dict] = dataclasses.field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"store": self.store, "torch": self.torch, "systems": self.systems, "notes": list(self.notes)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AutotuneSeed:
+        return cls(data.get("store"), data.get("torch"), dict(data.get("systems") or {}), tuple(data.get("notes") or ()))
+
+
+@dataclass(frozen=True)
 class GpuLeaseSpec:
     """What the launcher tells a job of its GPU's lease (tasks/gpu_lease.py), where the GPU
     may be shared: the lease's key (the GPU's UUID where NVML reads it, else its Ray id),
@@ -55,7 +76,7 @@ class JobSpec:
     # What the stopped runs of this job had tuned (stores/exchange.earlier_attempts).
     earlier_attempts: list[EarlierAttempt] | None = None
     # The autotune store's timings for the job (stores/autotune_store.load).
-    autotune_seed: dict | None = None
+    autotune_seed: AutotuneSeed | None = None
     # An earlier compile of the same job (stores/compile_store.load; its bytes are placed
     # beside job.json by compile_store.place_seed, and this then names the file).
     compile_seed: dict | None = None
@@ -70,6 +91,8 @@ class JobSpec:
         out["overrides"] = list(self.overrides)
         if self.gpu_lease is not None:
             out["gpu_lease"] = self.gpu_lease.to_json()
+        if self.autotune_seed is not None:
+            out["autotune_seed"] = self.autotune_seed.to_json()
         return {k: v for k, v in out.items() if v is not None}
 
     @classmethod
@@ -79,6 +102,7 @@ class JobSpec:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"job.json: unknown key(s) {', '.join(unknown)} (written by another sweeper version?)")
-        lease = data.get("gpu_lease")
+        lease, autotune = data.get("gpu_lease"), data.get("autotune_seed")
         return cls(**{**data, "job_id": str(data["job_id"]), "overrides": tuple(data.get("overrides") or ()),
-                      "gpu_lease": GpuLeaseSpec.from_json(lease) if lease else None})
+                      "gpu_lease": GpuLeaseSpec.from_json(lease) if lease else None,
+                      "autotune_seed": AutotuneSeed.from_json(autotune) if autotune is not None else None})

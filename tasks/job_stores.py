@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.autotune_info import AutotuneStoreInfo
+from sweeper.job_spec import AutotuneSeed
 from sweeper.record import atomic_write_bytes, atomic_write_text
 from sweeper.stores import autotune_store as at
 from sweeper.stores import compile_store as cs
@@ -41,20 +42,20 @@ def _by_coordinate_descent(text: str) -> bool:
         return False
 
 
-def seed_autotune(seed: dict, inductor_cache: Path, torch_version: str, system: str | None = None,
+def seed_autotune(seed: AutotuneSeed, inductor_cache: Path, torch_version: str, system: str | None = None,
                   coordinate_descent: bool = True) -> AutotuneStoreInfo:
     """Job: merge the driver's timings into this job's own Inductor cache, and write the
     kernel configs of this job's system (`system`: Inductor's system hash here) where its
     kernels will look for them, before torch compiles anything. Entries of another torch
     version are not used; nor, in a job without coordinate descent, configs that coordinate
     descent found (a cold job of its settings could not pick them)."""
-    out: AutotuneStoreInfo = {"store": seed.get("store"), "seeded_entries": 0, "seeded_ops": 0,
-                              "seeded_kernel_configs": 0, "notes": list(seed.get("notes", []))}
-    if seed.get("torch") != torch_version:
-        out["notes"].append(f"store entries are for torch {seed.get('torch')}, this job runs {torch_version}: not used")
+    out: AutotuneStoreInfo = {"store": seed.store, "seeded_entries": 0, "seeded_ops": 0,
+                              "seeded_kernel_configs": 0, "notes": list(seed.notes)}
+    if seed.torch != torch_version:
+        out["notes"].append(f"store entries are for torch {seed.torch}, this job runs {torch_version}: not used")
         return out
     files = _job_files(inductor_cache)
-    for name, doc in seed.get("systems", {}).items():
+    for name, doc in seed.systems.items():
         if doc.get("cache"):
             files.mkdir(parents=True, exist_ok=True)
             target = files / name
@@ -91,7 +92,7 @@ def autotune_documents(inductor_cache: Path, system: str | None) -> dict[str, di
     return systems
 
 
-def autotune_decisions(inductor_cache: Path, system: str | None, seed: dict | None) -> dict:
+def autotune_decisions(inductor_cache: Path, system: str | None, seed: AutotuneSeed | None) -> dict:
     """Job, once it compiled: max-autotune's decisions its compile made itself (the ops it
     timed, not those its seed held), each against the noise the store knows (its seed's
     repeats, and the ops this job timed again) (sweeper/analysis/autotune_decisions.py).
@@ -100,7 +101,7 @@ def autotune_decisions(inductor_cache: Path, system: str | None, seed: dict | No
 
     docs = autotune_documents(inductor_cache, system)
     mine = docs.get(system or "") or next(iter(docs.values()), {})
-    seed_doc = ((seed or {}).get("systems") or {}).get(system or "") or {}
+    seed_doc = (seed.systems if seed is not None else {}).get(system or "") or {}
     seeded = ad.timings(seed_doc)
     own = ad.timed_again(ad.timings(mine), seeded)
     runs = [own, seeded, *ad.repeat_runs(seed_doc)]

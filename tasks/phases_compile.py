@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping
 
 from sweeper.stores import autotune_store, compile_store
 from tasks import cpu_libraries, job_stores
+from sweeper.job_spec import AutotuneSeed
 from tasks.job_context import JobContext, made, say
 from tasks.phase_results import AutotuneSeeded, CompileSeed, Compiled, Environment, Setup, WarmedUp
 from sweeper.torch_internals import compile_cache, probes
@@ -139,7 +140,7 @@ def seed_autotune_store(ctx: JobContext) -> None:
 
     from tasks.autotune_checkpoint import AutotuneCheckpoint
 
-    seed = ctx.spec.autotune_seed or {"notes": ["no store entries came with the job (not started by the launcher)"]}
+    seed = ctx.spec.autotune_seed or AutotuneSeed(notes=("no store entries came with the job (not started by the launcher)",))
     mode = ctx.got(Setup).resolved["compile_mode"]
     coordesc = bool(probes.mode_options(mode).get("coordinate_descent_tuning")
                     or probes.inductor_config().coordinate_descent_tuning)

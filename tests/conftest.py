@@ -17,9 +17,12 @@ def _own_autotune_store(tmp_path_factory):
     machine's (pytest removes them with the run's other old folders); a test that needs its
     own sets its own."""
     # one folder for the whole run: under pytest-xdist (make test's two workers) the
-    # workers' sessions share it, so that a compile one worker made is warm for the other
+    # workers' sessions share it, so that a compile one worker made is warm for the other;
+    # make test names one for both its runs (SWEEPER_TEST_SHARED), the `alone` tests' too
     shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    if os.environ.get("SWEEPER_TEST_SHARED"):
+        shared = Path(os.environ["SWEEPER_TEST_SHARED"])
+    elif os.environ.get("PYTEST_XDIST_WORKER"):
         shared = shared.parent
     for key, name in (("SWEEPER_AUTOTUNE_STORE", "autotune_store"), ("SWEEPER_COMPILE_STORE", "compile_store"),
                       # and the host's instruction-set probes (tasks/cpu_libraries.py)

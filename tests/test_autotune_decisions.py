@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from sweeper.analysis import autotune_decisions as ad
+from sweeper.job_spec import AutotuneSeed
 from sweeper.stores.export import read_export
 from sweeper.stores import autotune_store as st
 from tests.conftest import H200
@@ -114,7 +115,7 @@ def test_a_job_judges_only_the_ops_it_timed_itself(tmp_path):
     files = job_stores._job_files(cache)
     files.mkdir(parents=True)
     (files / "sys").write_text(json.dumps(own))
-    got = job_stores.autotune_decisions(cache, "sys", {"systems": {"sys": seed_doc}})
+    got = job_stores.autotune_decisions(cache, "sys", AutotuneSeed(systems={"sys": seed_doc}))
     assert sorted(r["inputs"] for r in got["rows"]) == ["again", "new"]
     assert got["noise_gaps"] == 2 and got["seeded_ops"] == 2
     again = next(r for r in got["rows"] if r["inputs"] == "again")

@@ -76,7 +76,7 @@ def test_store_is_keyed_by_torch_version_and_system(tmp_path):
     assert sorted(p.relative_to(store).as_posix() for p in store.rglob("*.json")) == [
         "torch-2.11.0/a100hash.json", "torch-2.11.0/h200hash.json", "torch-2.12.0/h200hash.json"]
     seed = st.load(store, "2.11.0")
-    assert sorted(seed["systems"]) == ["a100hash", "h200hash"]
+    assert sorted(seed.systems) == ["a100hash", "h200hash"]
     # the job seeds every system of its torch: Inductor reads only its own system's file
     got = job_stores.seed_autotune(seed, tmp_path / "cache", "2.11.0")
     assert got["seeded_entries"] == 5 and sorted(p.name for p in (tmp_path / "cache" / "cache").iterdir()) == [
@@ -86,7 +86,7 @@ def test_store_is_keyed_by_torch_version_and_system(tmp_path):
     assert other["seeded_entries"] == 0 and "not used" in other["notes"][0]
     assert not (tmp_path / "cache2").exists()
     # a new torch starts cold
-    assert st.load(store, "2.13.0")["systems"] == {}
+    assert st.load(store, "2.13.0").systems == {}
 
 
 def test_store_off_values():
@@ -122,10 +122,10 @@ def test_corrupt_store_file_is_set_aside_not_fatal(tmp_path):
     folder.mkdir(parents=True)
     (folder / "h.json").write_text('{"system": {}, "cache": {"mm": ')  # truncated
     seed = st.load(tmp_path / "store", "2.11.0")
-    assert seed["systems"] == {} and "h.json" in seed["notes"][0] and "h.corrupt" in seed["notes"][0]
+    assert seed.systems == {} and "h.json" in seed.notes[0] and "h.corrupt" in seed.notes[0]
     assert (folder / "h.corrupt").exists() and not (folder / "h.json").exists()
     got = job_stores.seed_autotune(seed, tmp_path / "cache", "2.11.0")
-    assert got["seeded_entries"] == 0 and got["notes"] == seed["notes"]  # the job's record says so
+    assert got["seeded_entries"] == 0 and got["notes"] == list(seed.notes)  # the job's record says so
     # a corrupt file met when absorbing is set aside too, and the job's entries start it afresh
     (folder / "h.json").write_text("not json")
     entries(tmp_path / "job", "2.11.0", "h", "mm", 4)

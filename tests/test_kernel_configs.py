@@ -245,7 +245,7 @@ def test_a_renamed_kernel_of_the_same_code_finds_its_config(tmp_path):
     inductor(first, "tune")
     job_stores.write_autotune_entries(tmp_path / "job_a", first, "2.14.1", system="sys")
     st.absorb(store, tmp_path / "job_a")
-    doc = st.load(store, "2.14.1")["systems"]["sys"]
+    doc = st.load(store, "2.14.1").systems["sys"]
     (rel, code), = doc["kernel_code"].items()
     assert rel in doc["kernel_configs"] and code == kernel_configs.kernel_code_key(KERNEL.read_text())
     seeded = job_stores.seed_autotune(st.load(store, "2.14.1"), second, "2.14.1", system="sys")

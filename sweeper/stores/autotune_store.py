@@ -50,6 +50,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sweeper.autotune_info import AutotuneStoreInfo
+from sweeper.job_spec import AutotuneSeed
 from sweeper.record import atomic_write_text
 from sweeper.stores.autotune_merge import merge_doc
 
@@ -171,7 +172,7 @@ def merge_into_store(folder: Path, system: str, doc: dict) -> tuple[int, int]:
     return new
 
 
-def load(store: Path, torch_version: str) -> dict:
+def load(store: Path, torch_version: str) -> AutotuneSeed:
     """Driver: the store's entries for one torch version, as a job's `autotune_seed`. A
     store file that cannot be read is set aside (renamed *.corrupt) with a note, never a
     failed sweep."""
@@ -187,7 +188,7 @@ def load(store: Path, torch_version: str) -> dict:
             if doc.get("cache") or doc.get("kernel_configs"):
                 systems[f.stem] = doc
                 mark_used(folder, f.stem)
-    return {"store": str(folder), "torch": torch_version, "systems": systems, "notes": notes}
+    return AutotuneSeed(str(folder), torch_version, systems, tuple(notes))
 
 
 def store_info(systems: dict[str, dict]) -> AutotuneStoreInfo:
