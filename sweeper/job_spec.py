@@ -41,6 +41,52 @@ class AutotuneSeed:
 
 
 @dataclass(frozen=True)
+class StoredCompile:
+    """An earlier compile of the job, from the compile store (stores/compile_store.py), as
+    it goes out to the job; each step makes a new one. The driver reads it (`data`, `libs`:
+    the blob's and a CPU job's kernel libraries' bytes) or, with shared storage, names it
+    there (`storage`, `entry`); the job's node reads that entry into its own copy (`path`,
+    `libs_path`; `source`: "storage", or "node" where its copy was current, and
+    `fetched_bytes`); then the files are placed beside job.json (`file`, `libs_file`: names
+    in the job folder) and the spec that goes into job.json carries no bytes. `meta`: the
+    stored compile's description (its torch, cold compile time, tuned configs); `notes`:
+    why a part of it was not used."""
+
+    store: str | None = None
+    torch: str | None = None
+    meta: dict | None = None
+    notes: tuple[str, ...] = ()
+    data: bytes | None = None
+    libs: bytes | None = None
+    storage: str | None = None
+    entry: str | None = None
+    path: str | None = None
+    libs_path: str | None = None
+    source: str | None = None
+    fetched_bytes: int = 0
+    file: str | None = None
+    libs_file: str | None = None
+
+    def noted(self, note: str) -> StoredCompile:
+        return dataclasses.replace(self, notes=(*self.notes, note))
+
+    def carried_bytes(self) -> int:
+        """The bytes it carries (the driver's read of the store), 0 once placed or named."""
+        return len(self.data or b"") + len(self.libs or b"")
+
+    def to_json(self) -> dict[str, Any]:
+        """As job.json holds it: no bytes (place_seed has written them beside it)."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("data", "libs")}
+        out["notes"] = list(self.notes)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> StoredCompile:
+        known = {f.name for f in dataclasses.fields(cls)} - {"data", "libs"}
+        return cls(**{**{k: v for k, v in data.items() if k in known}, "notes": tuple(data.get("notes") or ())})
+
+
+@dataclass(frozen=True)
 class GpuLeaseSpec:
     """What the launcher tells a job of its GPU's lease (tasks/gpu_lease.py), where the GPU
     may be shared: the lease's key (the GPU's UUID where NVML reads it, else its Ray id),
@@ -79,7 +125,7 @@ class JobSpec:
     autotune_seed: AutotuneSeed | None = None
     # An earlier compile of the same job (stores/compile_store.load; its bytes are placed
     # beside job.json by compile_store.place_seed, and this then names the file).
-    compile_seed: dict | None = None
+    compile_seed: StoredCompile | None = None
     # GPUs the job autotunes on, its own one included (sweeper/sweep/spare_gpus.py); None: 1.
     autotune_gpus: int | None = None
     # Its GPU's lease, where the GPU is shared with other jobs (tasks/gpu_lease.py).
@@ -93,6 +139,8 @@ class JobSpec:
             out["gpu_lease"] = self.gpu_lease.to_json()
         if self.autotune_seed is not None:
             out["autotune_seed"] = self.autotune_seed.to_json()
+        if self.compile_seed is not None:
+            out["compile_seed"] = self.compile_seed.to_json()
         return {k: v for k, v in out.items() if v is not None}
 
     @classmethod
@@ -102,7 +150,8 @@ class JobSpec:
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"job.json: unknown key(s) {', '.join(unknown)} (written by another sweeper version?)")
-        lease, autotune = data.get("gpu_lease"), data.get("autotune_seed")
+        lease, autotune, compiled = data.get("gpu_lease"), data.get("autotune_seed"), data.get("compile_seed")
         return cls(**{**data, "job_id": str(data["job_id"]), "overrides": tuple(data.get("overrides") or ()),
                       "gpu_lease": GpuLeaseSpec.from_json(lease) if lease else None,
-                      "autotune_seed": AutotuneSeed.from_json(autotune) if autotune is not None else None})
+                      "autotune_seed": AutotuneSeed.from_json(autotune) if autotune is not None else None,
+                      "compile_seed": StoredCompile.from_json(compiled) if compiled is not None else None})

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeper.autotune_info import AutotuneStoreInfo
-from sweeper.job_spec import AutotuneSeed
+from sweeper.job_spec import AutotuneSeed, StoredCompile
 from sweeper.record import atomic_write_bytes, atomic_write_text
 from sweeper.stores import autotune_store as at
 from sweeper.stores import compile_store as cs
@@ -125,7 +125,7 @@ def write_autotune_entries(job_dir: Path, inductor_cache: Path, torch_version: s
     return counts
 
 
-def seed_compile(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_version: str) -> dict:
+def seed_compile(seed: StoredCompile | None, job_dir: Path, inductor_cache: Path, torch_version: str) -> dict:
     """Job, before it compiles: load the earlier run's blob into this process's caches, and
     its kernels' tuned configs over what the blob put there (kernel_configs.tuned_configs says
     why). Returns what the record keeps (timings.compile_store). The seed's files are the
@@ -137,15 +137,15 @@ def seed_compile(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_v
             used.unlink(missing_ok=True)
 
 
-def _seed_compile(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_version: str) -> dict:
-    out: dict[str, Any] = {"store": (seed or {}).get("store"), "loaded": None, "bytes": 0,
-                           "notes": list((seed or {}).get("notes", []))}
-    if seed and seed.get("from"):  # shared storage: read from there, or this node's copy (compile_store.fetch)
-        out["from"], out["fetched_bytes"] = seed["from"], seed.get("fetched_bytes", 0)
+def _seed_compile(seed: StoredCompile | None, job_dir: Path, inductor_cache: Path, torch_version: str) -> dict:
+    out: dict[str, Any] = {"store": seed.store if seed else None, "loaded": None, "bytes": 0,
+                           "notes": list(seed.notes) if seed else []}
+    if seed and seed.source:  # shared storage: read from there, or this node's copy (compile_store.fetch)
+        out["from"], out["fetched_bytes"] = seed.source, seed.fetched_bytes
     path = job_dir / cs.SEED
-    if not seed or not seed.get("file") or not path.is_file():
+    if not seed or not seed.file or not path.is_file():
         return out
-    meta = seed.get("meta") or {}
+    meta = seed.meta or {}
     if meta.get("torch") != torch_version:
         out["notes"].append(f"the stored compile is of torch {meta.get('torch')}, this job runs {torch_version}: not used")
         return out
@@ -158,7 +158,7 @@ def _seed_compile(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_
         if out["loaded"]:
             out["tuned_configs"] = kernel_configs.put_tuned_configs(inductor_cache, meta.get("tuned_configs") or {})
         else:  # torch warns in the job's log (a corrupt or foreign blob) and loads nothing
-            out["notes"].append(f"the stored compile {seed.get('store')} held nothing this torch could load "
+            out["notes"].append(f"the stored compile {seed.store} held nothing this torch could load "
                                 "(the job's log says why): compiling cold")
     out["bytes"] = len(data)
     out["cold_compile_s"] = meta.get("cold_compile_s")
@@ -166,11 +166,11 @@ def _seed_compile(seed: dict | None, job_dir: Path, inductor_cache: Path, torch_
     return out
 
 
-def _seed_cpu_libraries(seed: dict, meta: dict, job_dir: Path, inductor_cache: Path, out: dict) -> None:
+def _seed_cpu_libraries(seed: StoredCompile, meta: dict, job_dir: Path, inductor_cache: Path, out: dict) -> None:
     """The earlier run's C++ kernel libraries into this job's cache, where it runs on the
     host they were built for (tasks/cpu_libraries.py); out["cpu_libraries"] says how many."""
     path = job_dir / cs.SEED_LIBS
-    if not seed.get("libs_file") or not path.is_file():
+    if not seed.libs_file or not path.is_file():
         return
     out["bytes"] += path.stat().st_size  # what the store sent: the blob and the libraries
     built = meta.get("cpu_libs") or {}

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from sweeper.analysis.attribution import OUTSIDE
-from sweeper.job_spec import JobSpec
+from sweeper.job_spec import JobSpec, StoredCompile
 from sweeper.record import new_record, read_record
 from sweeper.reporting.compile_state import compile_state, cpp_builds
 from sweeper.stores import exchange
@@ -172,9 +172,9 @@ def test_absorb_keeps_the_latest_compile_of_a_job_and_load_gives_it_back(tmp_pat
     assert cs.absorb(store, tmp_path / "b", cfg) == 14
     assert not (tmp_path / "b" / cs.BLOB).exists()  # the store holds it, the job folder not
     seed = cs.load(store, "2.11.0+test", cfg)
-    assert seed["data"] == b"second compile" and seed["meta"]["cold_compile_s"] == 12.5
-    assert cs.load(store, "2.12.0", cfg)["data"] is None  # another torch: nothing
-    assert cs.load(store, "2.11.0+test", job_config(batch_size=9))["data"] is None  # another job: nothing
+    assert seed.data == b"second compile" and seed.meta["cold_compile_s"] == 12.5
+    assert cs.load(store, "2.12.0", cfg).data is None  # another torch: nothing
+    assert cs.load(store, "2.11.0+test", job_config(batch_size=9)).data is None  # another job: nothing
     assert cs.absorb(store, tmp_path / "empty", cfg) is None  # a job that left none
 
 
@@ -196,17 +196,18 @@ def test_a_cpu_jobs_kernel_libraries_travel_with_its_blob_and_load_only_on_the_h
     (tmp_path / "a" / cs.META).write_text(json.dumps({**meta, "cpu_libs": {**here, "files": 1, "bytes": len(libs)}}))
     assert cs.absorb(store, tmp_path / "a", cfg) == 4 + len(libs)
     seed = cs.load(store, "2.11.0+test", cfg)
-    assert seed["libs"] == libs
+    assert seed.libs == libs
     (tmp_path / "job").mkdir(), (tmp_path / "job2").mkdir()
     placed = cs.place_seed(JobSpec("0", (), cfg, compile_seed=seed), tmp_path / "job").compile_seed
-    assert placed["libs_file"] == cs.SEED_LIBS and "libs" not in placed
+    assert placed.libs_file == cs.SEED_LIBS and placed.libs is None
 
     got = job_stores.seed_compile(placed, tmp_path / "job", tmp_path / "cache", "2.11.0+test")
     assert got["cpu_libraries"] == 1 and (tmp_path / "cache" / "ab" / "cab.main.so").read_bytes() == b"\x7fELF kernel"
     assert not (tmp_path / "cache" / "fxgraph").exists() and not (tmp_path / "job" / cs.SEED_LIBS).exists()
     assert got["bytes"] == 4 + len(libs)
 
-    other = {**placed, "meta": {**placed["meta"], "cpu_libs": {"id": "0" * 16, "cpu": "another CPU", "compiler": "g++ 9"}}}
+    other = dataclasses.replace(placed, meta={**placed.meta, "cpu_libs": {"id": "0" * 16, "cpu": "another CPU",
+                                                                    "compiler": "g++ 9"}})
     cs.place_seed(JobSpec("0", (), cfg, compile_seed=seed), tmp_path / "job2")
     got = job_stores.seed_compile(other, tmp_path / "job2", tmp_path / "cache2", "2.11.0+test")
     assert "cpu_libraries" not in got and not (tmp_path / "cache2").exists()
@@ -214,30 +215,31 @@ def test_a_cpu_jobs_kernel_libraries_travel_with_its_blob_and_load_only_on_the_h
 
     leave_blob(tmp_path / "b", b"later")  # compiled again, on a GPU: no libraries
     cs.absorb(store, tmp_path / "b", cfg)
-    assert cs.load(store, "2.11.0+test", cfg)["libs"] is None and not list(store.glob(f"*/*{cs.LIBS_SUFFIX}"))
+    assert cs.load(store, "2.11.0+test", cfg).libs is None and not list(store.glob(f"*/*{cs.LIBS_SUFFIX}"))
 
 
 def test_the_seed_travels_beside_job_json_not_in_it(tmp_path):
-    spec = JobSpec("0", (), job_config(), compile_seed={"store": "s", "torch": "t", "data": b"\x00blob", "meta": {}})
+    spec = JobSpec("0", (), job_config(), compile_seed=StoredCompile(store="s", torch="t", data=b"\x00blob", meta={}))
     placed = cs.place_seed(spec, tmp_path)
     assert (tmp_path / cs.SEED).read_bytes() == b"\x00blob"
-    assert "data" not in placed.compile_seed and placed.compile_seed["file"] == cs.SEED
-    assert spec.compile_seed["data"] == b"\x00blob"  # a new spec: the driver's is as it was (a retry places it again)
+    assert placed.compile_seed.data is None and placed.compile_seed.file == cs.SEED
+    assert spec.compile_seed.data == b"\x00blob"  # a new spec: the driver's is as it was (a retry places it again)
     assert JobSpec.from_json(json.loads(json.dumps(placed.to_json()))) == placed  # what job.json gets, read back
-    nothing = cs.place_seed(dataclasses.replace(spec, compile_seed={**spec.compile_seed, "data": None}), tmp_path)
-    assert nothing.compile_seed["file"] is None and not (tmp_path / cs.SEED).exists()
+    nothing = cs.place_seed(dataclasses.replace(spec, compile_seed=dataclasses.replace(spec.compile_seed, data=None)),
+                           tmp_path)
+    assert nothing.compile_seed.file is None and not (tmp_path / cs.SEED).exists()
 
 
 def test_a_stored_compile_of_another_torch_or_one_that_does_not_load_costs_a_cold_compile(tmp_path):
-    seed = {"store": "s", "file": cs.SEED, "meta": {"torch": "2.11.0+other", "cold_compile_s": 3.0}}
+    seed = StoredCompile(store="s", file=cs.SEED, meta={"torch": "2.11.0+other", "cold_compile_s": 3.0})
     (tmp_path / cs.SEED).write_bytes(b"x")
     (tmp_path / cs.SEED_LIBS).write_bytes(b"libraries")
-    got = job_stores.seed_compile({**seed, "libs_file": cs.SEED_LIBS}, tmp_path, tmp_path / "cache", "2.14.1")
+    got = job_stores.seed_compile(dataclasses.replace(seed, libs_file=cs.SEED_LIBS), tmp_path, tmp_path / "cache", "2.14.1")
     assert got["loaded"] is None and "not used" in got["notes"][0]
     assert not (tmp_path / cs.SEED).exists() and not (tmp_path / cs.SEED_LIBS).exists()  # not carried back
     (tmp_path / cs.SEED).write_bytes(b"x")
     # a corrupt blob: torch refuses it (its checksum), the job compiles cold and says so
-    seed["meta"]["torch"] = "2.14.1"
+    seed.meta["torch"] = "2.14.1"
     got = job_stores.seed_compile(seed, tmp_path, tmp_path / "cache", "2.14.1")
     assert got["loaded"] is None and "compiling cold" in got["notes"][-1]
 

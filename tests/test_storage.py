@@ -99,28 +99,28 @@ def test_a_node_reads_a_store_entry_only_when_it_lacks_it(storage, tmp_path):
     assert not (tmp_path / "job1" / compile_store.BLOB).exists()  # kept in the storage, not in the job folder
 
     seed = compile_store.reference(storage, "2.99.0", config)
-    assert seed["data"] is None  # the driver sends a reference, not the bytes
+    assert seed.data is None  # the driver sends a reference, not the bytes
     on_a = compile_store.fetch(seed, node_a)
-    assert on_a["from"] == "node" and on_a["fetched_bytes"] == 0  # the node that compiled it kept its copy
+    assert on_a.source == "node" and on_a.fetched_bytes == 0  # the node that compiled it kept its copy
     on_b = compile_store.fetch(seed, node_b)
-    assert on_b["from"] == "storage" and on_b["fetched_bytes"] >= 1000
-    assert Path(on_b["path"]).read_bytes() == b"compiled-1" * 100
-    assert compile_store.fetch(seed, node_b)["from"] == "node"  # read once
+    assert on_b.source == "storage" and on_b.fetched_bytes >= 1000
+    assert Path(on_b.path).read_bytes() == b"compiled-1" * 100
+    assert compile_store.fetch(seed, node_b).source == "node"  # read once
 
     _left_blob(tmp_path / "job2", b"compiled-2" * 100)  # a later compile of the same job, on node A
     compile_store.keep_in_storage(storage, tmp_path / "job2", config, node_a)
     again = compile_store.fetch(seed, node_b)
-    assert again["from"] == "storage" and Path(again["path"]).read_bytes() == b"compiled-2" * 100
+    assert again.source == "storage" and Path(again.path).read_bytes() == b"compiled-2" * 100
     (tmp_path / "job3").mkdir()
     spec = compile_store.place_seed(_spec(again), tmp_path / "job3")
     assert (tmp_path / "job3" / compile_store.SEED).read_bytes() == b"compiled-2" * 100
-    assert spec.compile_seed["file"] == compile_store.SEED and "path" not in spec.compile_seed
+    assert spec.compile_seed.file == compile_store.SEED and spec.compile_seed.path is None
 
     missing = compile_store.fetch(compile_store.reference(storage, "2.99.0", {**config, "model": "other"}), node_b)
-    assert "path" not in missing and not missing["notes"]  # nothing stored for that job: a cold compile
+    assert missing.path is None and not missing.notes  # nothing stored for that job: a cold compile
 
 
-def _spec(seed: dict):
+def _spec(seed):
     from sweeper.job_spec import JobSpec
 
     return JobSpec(job_id="0", overrides=(), config={}, compile_seed=seed)

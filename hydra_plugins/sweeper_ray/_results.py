@@ -133,11 +133,11 @@ def stored_at(sweep_key: str, job: Job) -> str:
 def spec_bytes(spec: JobSpec) -> int:
     """About the bytes of a job's spec as Ray carries it to the worker: an earlier compile's
     bytes (without shared storage) counted, not copied."""
-    seed = spec.compile_seed or {}
-    heavy = sum(len(seed.get(k) or b"") for k in ("data", "libs"))
-    light = dataclasses.replace(spec, compile_seed={k: v for k, v in seed.items() if k not in ("data", "libs")}
-                                if seed else None)
-    return heavy + len(pickle.dumps(light))
+    seed = spec.compile_seed
+    if seed is None:
+        return len(pickle.dumps(spec))
+    light = dataclasses.replace(spec, compile_seed=dataclasses.replace(seed, data=None, libs=None))
+    return seed.carried_bytes() + len(pickle.dumps(light))
 
 
 def bundle_bytes(result: dict) -> int:

@@ -37,10 +37,9 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import Any
 
 from sweeper.identity import compile_identity
-from sweeper.job_spec import JobSpec
+from sweeper.job_spec import JobSpec, StoredCompile
 from sweeper.record import atomic_write_text
 from sweeper.stores.autotune_store import enabled, torch_folder
 from sweeper.stores.storage import COMPILE_STORE, Storage, StorageError
@@ -72,22 +71,19 @@ def shared_by(config: dict) -> bool:
     return enabled(config.get("compile_store"))
 
 
-def load(store: Path, torch_version: str, config: dict) -> dict:
-    """Driver: the blob an earlier run of this job left, as the job's `compile_seed`
-    ({"data": None} when there is none). An unreadable meta file is a note, never a failure."""
+def load(store: Path, torch_version: str, config: dict) -> StoredCompile:
+    """Driver: the blob an earlier run of this job left, as the job's `compile_seed` (no
+    `data` when there is none). An unreadable meta file is a note, never a failure."""
     folder = torch_folder(store, torch_version)
     blob, meta, libs = (folder / f"{_stem(config)}{suffix}" for suffix in (".bin", ".json", LIBS_SUFFIX))
-    seed: dict[str, Any] = {"store": str(folder), "torch": torch_version, "data": None, "meta": None, "libs": None,
-                            "notes": []}
+    seed = StoredCompile(store=str(folder), torch=torch_version)
     if not blob.is_file():
         return seed
     try:
-        seed["meta"] = json.loads(meta.read_text())
-        seed["data"] = blob.read_bytes()
-        seed["libs"] = libs.read_bytes() if libs.is_file() else None
+        return dataclasses.replace(seed, meta=json.loads(meta.read_text()), data=blob.read_bytes(),
+                                   libs=libs.read_bytes() if libs.is_file() else None)
     except (OSError, ValueError) as e:
-        seed["notes"].append(f"{blob}: not used ({e})")
-    return seed
+        return seed.noted(f"{blob}: not used ({e})")
 
 
 def place_seed(spec: JobSpec, job_dir: Path) -> JobSpec:
@@ -99,39 +95,38 @@ def place_seed(spec: JobSpec, job_dir: Path) -> JobSpec:
         return spec
     (job_dir / SEED).unlink(missing_ok=True)
     (job_dir / SEED_LIBS).unlink(missing_ok=True)
-    data, libs = seed.get("data") or seed.get("path"), seed.get("libs") or seed.get("libs_path")
+    data, libs = seed.data or seed.path, seed.libs or seed.libs_path
     for src, dest in ((data, job_dir / SEED), (libs if data else None, job_dir / SEED_LIBS)):
         if isinstance(src, bytes):
             dest.write_bytes(src)
         elif src:
             shutil.copyfile(src, dest)
-    described = {k: v for k, v in seed.items() if k not in ("data", "libs", "path", "libs_path")}
-    return dataclasses.replace(spec, compile_seed={**described, "file": SEED if data else None,
-                                                   "libs_file": SEED_LIBS if data and libs else None})
+    placed = dataclasses.replace(seed, data=None, libs=None, path=None, libs_path=None, file=SEED if data else None,
+                                 libs_file=SEED_LIBS if data and libs else None)
+    return dataclasses.replace(spec, compile_seed=placed)
 
 
-def reference(storage: Storage, torch_version: str, config: dict) -> dict:
+def reference(storage: Storage, torch_version: str, config: dict) -> StoredCompile:
     """Driver, with shared storage: the job's `compile_seed` as a reference to its entry in
     the storage's compile store, no bytes: the job's node reads them (fetch)."""
     folder = f"{COMPILE_STORE}/torch-{torch_version}"
-    return {"store": storage.location(folder), "torch": torch_version, "data": None, "meta": None, "libs": None,
-            "notes": [], "storage": storage.uri, "entry": f"{folder}/{_stem(config)}"}
+    return StoredCompile(store=storage.location(folder), torch=torch_version, storage=storage.uri,
+                         entry=f"{folder}/{_stem(config)}")
 
 
 def _node_copy(cache_dir: Path, entry: str) -> Path:
     return Path(cache_dir) / entry
 
 
-def fetch(seed: dict | None, cache_dir: Path) -> dict | None:
+def fetch(seed: StoredCompile | None, cache_dir: Path) -> StoredCompile | None:
     """Worker, with shared storage: the seed's entry read from the storage into this node's
     copy of the store (`cache_dir`) unless the node has it already (the entry's small .json,
     read each time, names the copy: `copy_id`); the seed then names the node's files
-    (`path`, `libs_path`) and says where they came from (`from`: "node" or "storage",
+    (`path`, `libs_path`) and says where they came from (`source`: "node" or "storage",
     `fetched_bytes`). A seed without an entry is returned as it is."""
-    if not seed or not seed.get("entry"):
+    if not seed or not seed.entry or not seed.storage:
         return seed
-    storage, entry = Storage(seed["storage"]), seed["entry"]
-    seed = {**seed, "notes": list(seed.get("notes") or [])}
+    storage, entry = Storage(seed.storage), seed.entry
     local = _node_copy(cache_dir, entry)
     libs_file = local.parent / f"{local.name}{LIBS_SUFFIX}"
     try:
@@ -146,12 +141,11 @@ def fetch(seed: dict | None, cache_dir: Path) -> dict | None:
             else:
                 libs_file.unlink(missing_ok=True)
             atomic_write_text(local.with_suffix(".json"), json.dumps(meta, indent=1))  # last: the copy is whole
-        seed.update(meta=meta, path=str(local.with_suffix(".bin")),
-                    libs_path=str(libs_file) if libs_file.is_file() else None,
-                    **{"from": "storage" if fetched else "node", "fetched_bytes": fetched})
+        return dataclasses.replace(seed, meta=meta, path=str(local.with_suffix(".bin")),
+                                   libs_path=str(libs_file) if libs_file.is_file() else None,
+                                   source="storage" if fetched else "node", fetched_bytes=fetched)
     except (OSError, ValueError, StorageError) as e:  # a seed not read costs a cold compile, never the job
-        seed["notes"].append(f"{storage.location(entry)}.bin: not used ({type(e).__name__}: {e})")
-    return seed
+        return seed.noted(f"{storage.location(entry)}.bin: not used ({type(e).__name__}: {e})")
 
 
 def _copy_id(meta_file: Path) -> str | None:
