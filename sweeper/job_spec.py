@@ -1,11 +1,12 @@
 """A job's spec: what the driver hands a job process, written as its job.json.
 
-Built once from Hydra's composed config (sweeper/sweep/control.py, job_spec) and extended
-with dataclasses.replace as the job goes out: its interpreter (sweeper/sweep/pythons.py),
-the runs of it that stopped before (the launcher's resume), the stores' entries for it
-(sweeper/stores/exchange.py, then compile_store.place_seed on its node), the spare GPUs
-lent for its autotuning, and its GPU's lease (on the Ray worker). Frozen: a step that adds
-to it makes a new spec, so that nothing one step adds leaks into another job's spec or
+Built in one place as the job starts (sweeper/sweep/control.py, launch_spec): what the job
+is (its composed config), what the driver decided for it (its interpreter, the runs of it
+that stopped before), the stores' entries for it as they are then (sweeper/stores/
+exchange.py) and the spare GPUs lent for its autotuning. Its node adds its own part in one
+step (its GPU's lease, its copy of a stored compile: hydra_plugins/sweeper_ray/_ray.py),
+and the stored compile's bytes go beside job.json, not in it (compile_store.place_seed).
+Frozen: each of those makes a new spec, so that nothing leaks into another job's spec or
 into a retried run's. The job process reads it back with `from_json` (tasks/job.py).
 """
 

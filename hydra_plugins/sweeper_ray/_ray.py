@@ -218,8 +218,6 @@ def run_in_worker(spec: JobSpec, scratch_job_dir: str, timeout_s: float | None,
     from sweeper.sweep.job_process import progress_printer, run_job_process
 
     lease = lease_spec(jobs_per_gpu, pause_while_timing)
-    if lease is not None:
-        spec = dataclasses.replace(spec, gpu_lease=lease)
     set_compile_threads(compile_threads, lease)
 
     job_dir = Path(scratch_job_dir)
@@ -228,8 +226,10 @@ def run_in_worker(spec: JobSpec, scratch_job_dir: str, timeout_s: float | None,
         for p in job_dir.iterdir():
             if p.name != "cache":
                 shutil.rmtree(p) if p.is_dir() else p.unlink()
-    if storage:
-        spec = dataclasses.replace(spec, compile_seed=compile_store.fetch(spec.compile_seed, node_stores))
+    # the node's part of the spec, added in one step: its GPU's lease and, with shared
+    # storage, the node's copy of the stored compile
+    seed = compile_store.fetch(spec.compile_seed, node_stores) if storage else spec.compile_seed
+    spec = dataclasses.replace(spec, gpu_lease=lease, compile_seed=seed)
     record = run_job_process(spec, job_dir, timeout_s, progress_printer(spec.job_id))
     where = {"scratch": str(job_dir), "host": socket.gethostname(), "node_id": ray.get_runtime_context().get_node_id(),
              "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}

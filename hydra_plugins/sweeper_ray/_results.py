@@ -27,7 +27,7 @@ from sweeper.record import Record, atomic_write_bytes, no_colour, relocate, writ
 from sweeper.stores import compile_store
 from sweeper.stores.autotune_store import ENTRIES_FILE
 from sweeper.stores.storage import SWEEPS, Storage, StorageError
-from sweeper.sweep.control import Job
+from sweeper.sweep.control import Job, launch_spec
 from sweeper.sweep.executor import ResultsNotWritten
 from sweeper.sweep.job_process import failed_record
 
@@ -260,7 +260,7 @@ def record_without_worker(job: Job, reason: str, duration: float, scratch_job_di
     scratch_log = scratch_job_dir / "job.log"
     if scratch_log.is_file():
         shutil.copy(scratch_log, job.job_dir / "job.log")
-    record = failed_record(job.spec, job.job_dir, reason, duration, status=status)
+    record = failed_record(launch_spec(job), job.job_dir, reason, duration, status=status)
     if not (job.job_dir / "job.log").exists():
         record["artifacts"]["log"] = None
         record["log_note"] = (f"no log here: the job never started, or ran on another node "

@@ -4,7 +4,7 @@ each job:
   autotune_store   max-autotune timings and Triton kernel configs, shared by every job of a
                    torch version and GPU (also `python -m sweeper.store`)
   compile_store    each job's compile (PyTorch's cache blob), for a later run of that job
-  exchange         the launchers' side: a job's seeds out (with_seed), its entries back
+  exchange         the launchers' side: a job's seeds out (seeds), its entries back
                    (bring_back)
 
 The job's side (tasks/job_stores.py) imports the two stores' file formats from here; this

@@ -10,16 +10,15 @@ driver's machine.
 The job's side (putting the seeds into its caches, leaving its entries) is
 tasks/job_stores.py.
 
-The launcher calls with_seed() before a job starts and bring_back() when its folder is back."""
+The launcher calls seeds() before a job starts and bring_back() when its folder is back."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any, Mapping
 
 from sweeper.autotune_info import EarlierAttempt
-from sweeper.job_spec import JobSpec
+from sweeper.job_spec import AutotuneSeed, JobSpec, StoredCompile
 from sweeper.record import Record, write_record
 from sweeper.stores import autotune_store, compile_store
 from sweeper.stores.storage import Storage
@@ -44,20 +43,17 @@ def _torch_version() -> str:
     return found.group(1) if found else "unknown"
 
 
-def with_seed(spec: JobSpec, storage: Storage | None = None) -> JobSpec:
-    """The job's spec, with the stores' entries for it: the autotune store's when it
-    shares autotuning, the compile store's earlier compile of it when there is one. With
+def seeds(config: dict, storage: Storage | None = None) -> tuple[AutotuneSeed | None, StoredCompile | None]:
+    """The stores' entries for a job about to start: the autotune store's when it shares
+    autotuning, the compile store's earlier compile of it when it keeps compiles. With
     shared `storage` (hydra.launcher.storage_path) the compile store is there, and the
-    spec names the entry for the job's node to read (compile_store.fetch), not its bytes."""
-    config = spec.config
-    if shares(config):
-        spec = dataclasses.replace(spec, autotune_seed=autotune_store.load(Path(config["autotune_store"]),
-                                                                          _torch_version()))
+    seed names the entry for the job's node to read (compile_store.fetch), not its bytes."""
+    autotune = autotune_store.load(Path(config["autotune_store"]), _torch_version()) if shares(config) else None
+    compiled = None
     if compile_store.shared_by(config):
-        seed = (compile_store.reference(storage, _torch_version(), config) if storage is not None
-                else compile_store.load(Path(config["compile_store"]), _torch_version(), config))
-        spec = dataclasses.replace(spec, compile_seed=seed)
-    return spec
+        compiled = (compile_store.reference(storage, _torch_version(), config) if storage is not None
+                    else compile_store.load(Path(config["compile_store"]), _torch_version(), config))
+    return autotune, compiled
 
 
 def earlier_attempts(config: dict, record: Mapping[str, Any] | None,

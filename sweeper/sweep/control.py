@@ -19,7 +19,8 @@ from hydra.core.utils import filter_overrides
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from sweeper.identity import compile_overrides, identity_overrides
-from sweeper.job_spec import JobSpec
+from sweeper.autotune_info import EarlierAttempt
+from sweeper.job_spec import AutotuneSeed, JobSpec, StoredCompile
 from sweeper.record import Record, RecordError, read_record
 from sweeper.sweep.validate import check_sweep, stop_on_problem
 
@@ -32,11 +33,26 @@ class Job:
     overrides: list[str]
     config: DictConfig  # with its hydra node
     job_dir: Path  # in the driver's sweep folder
-    spec: JobSpec  # replaced, not changed, as the job goes out (sweeper/job_spec.py)
+    spec: JobSpec  # what the job is (job_spec): the config the sweep composed for it, never replaced
+    # what the driver decides before the job starts: its interpreter (config key `python`,
+    # pythons.assign_interpreters) and the runs of it that stopped before (the launcher's resume)
+    python_executable: str | None = None
+    earlier_attempts: list[EarlierAttempt] | None = None
 
     @property
     def name(self) -> str:
         return " ".join(filter_overrides(self.overrides)) or "defaults"
+
+
+def launch_spec(job: Job, autotune_seed: AutotuneSeed | None = None, compile_seed: StoredCompile | None = None,
+                autotune_gpus: int | None = None) -> JobSpec:
+    """The spec a job goes out with, built here and only here: what it is, what the driver
+    decided for it, and, as it starts, the stores' entries for it (stores/exchange.seeds)
+    and the spare GPUs lent for its autotuning. A record the launcher writes for a job that
+    never wrote its own (cancelled, its worker lost) is made from it too."""
+    return JobSpec(job.spec.job_id, job.spec.overrides, job.spec.config, python_executable=job.python_executable,
+                   earlier_attempts=job.earlier_attempts, autotune_seed=autotune_seed, compile_seed=compile_seed,
+                   autotune_gpus=autotune_gpus)
 
 
 def make_jobs(launcher, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[Job]:

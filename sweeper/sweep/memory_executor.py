@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Callable
 
 from sweeper.record import Record, write_record
-from sweeper.sweep.control import Job
+from sweeper.sweep.control import Job, launch_spec
 from sweeper.sweep.job_process import failed_record
 from sweeper.sweep.executor import Cluster, ResultsNotWritten
 
@@ -57,7 +57,7 @@ class MemoryExecutor:
         if handle[0] == self.unwritable:
             raise ResultsNotWritten(job, OSError(28, "No space left on device"), self.scratch_of(job), "node0")
         got = self.outcome(job, handle[1])
-        record = failed_record(job.spec, job.job_dir, got, took_s, status="ok" if got == "ok" else "failed")
+        record = failed_record(launch_spec(job), job.job_dir, got, took_s, status="ok" if got == "ok" else "failed")
         if got == "ok":
             record["reason"] = None
         write_record(job.job_dir, record)
@@ -74,6 +74,6 @@ class MemoryExecutor:
         return 0
 
     def record_without_worker(self, job: Job, reason: str, took_s: float, status: str) -> Record:
-        record = failed_record(job.spec, job.job_dir, reason, took_s, status=status)
+        record = failed_record(launch_spec(job), job.job_dir, reason, took_s, status=status)
         write_record(job.job_dir, record)
         return record

@@ -11,7 +11,6 @@ sweep with exit code 2. On a Ray cluster the check runs on every node (the Ray l
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -97,8 +96,8 @@ def interpreter_line(name: str, info: dict) -> str:
 
 
 def assign_interpreters(jobs: list) -> dict[str, str]:
-    """Each job's spec (sweeper/sweep/control.Job) given its interpreter
-    (`python_executable`, which job_process runs) from its config's `python`; returns name
+    """Each job (sweeper/sweep/control.Job) given its interpreter (`python_executable`,
+    which job_process runs) from its config's `python`; returns name
     -> interpreter of every environment the jobs name (SweepConfigError if one is neither
     a defined name nor a path)."""
     out: dict[str, str] = {}
@@ -107,7 +106,7 @@ def assign_interpreters(jobs: list) -> dict[str, str]:
         exe = resolve(cfg.get("python"), cfg.get("pythons"))
         if exe is not None:
             out[str(cfg["python"])] = exe
-            job.spec = dataclasses.replace(job.spec, python_executable=exe)
+            job.python_executable = exe
     return out
 
 

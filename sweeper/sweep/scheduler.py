@@ -18,7 +18,6 @@ one that runs nothing, for the tests and benches: sweeper/sweep/memory_executor.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import sys
@@ -33,7 +32,8 @@ from sweeper.stores.storage import Storage
 from sweeper.sweep import packing, pythons, stopping
 from sweeper.sweep import summary as sm
 from sweeper.sweep.collector import Collected, Collector
-from sweeper.sweep.control import Job, check_jobs, earlier_record, keep_earlier_log, reusable, save_hydra_files
+from sweeper.sweep.control import (Job, check_jobs, earlier_record, keep_earlier_log, launch_spec, reusable,
+                                   save_hydra_files)
 from sweeper.sweep.executor import Executor, ResultsNotWritten, cpu_only, job_resources, slots_of
 from sweeper.sweep.order import JobQueue, shape_group
 from sweeper.sweep.progress import Progress
@@ -116,7 +116,7 @@ class Scheduler:
                 kept_log = keep_earlier_log(job) if earlier and earlier.get("status") != "ok" else None
                 attempts = exchange.earlier_attempts(job.spec.config, earlier, log=kept_log)
                 if attempts:  # stopped runs of this job gave the store their partial tuning: the record says so
-                    job.spec = dataclasses.replace(job.spec, earlier_attempts=attempts)
+                    job.earlier_attempts = attempts
                 to_run.append(job)
                 continue
             self.entries[job.num] = sm.job_entry(job.num, job.overrides, job.job_dir, record, reused=True)
@@ -171,7 +171,7 @@ class Scheduler:
                 self.queue.put_back(job)
                 self.unstartable = (job, e)
                 return
-            spec, res, per_gpu = exchange.with_seed(job.spec, self.storage), self.resources, self.jobs_per_gpu
+            res, per_gpu = self.resources, self.jobs_per_gpu
             if job.num in self.alone:  # ran out of GPU memory beside others: the whole GPU this time
                 res, per_gpu = {**res, "num_gpus": 1}, 1
                 self.gpus_of[job.num] = self.jobs_per_gpu
@@ -180,9 +180,9 @@ class Scheduler:
                 gpus = int(gpus_for(bool(job.spec.config["autotune"]), self.free_gpus() or 0, len(self.queue),
                                     1 + sum(1 for j in self.queue if j.spec.config["autotune"])))
                 if gpus > 1:  # the job's own GPU and the spare ones, for its autotune benchmarking
-                    spec = dataclasses.replace(spec, autotune_gpus=gpus)
                     res = {**res, "num_gpus": gpus}
                 self.gpus_of[job.num] = gpus
+            spec = launch_spec(job, *exchange.seeds(job.spec.config, self.storage), autotune_gpus=gpus if gpus > 1 else None)
             log.info(f"\t#{job.num} : {job.name}" + (f" (with {gpus - 1} spare GPUs for its autotuning)"
                                                      if self.lend and gpus > 1 else "")
                      + (" (alone on its GPU: it ran out of GPU memory beside others)" if job.num in self.alone else ""))

@@ -12,7 +12,7 @@ from typing import Any
 
 from sweeper.stores import exchange
 from sweeper.sweep import summary as sm
-from sweeper.sweep.control import save_hydra_files
+from sweeper.sweep.control import launch_spec, save_hydra_files
 from sweeper.sweep.executor import ResultsNotWritten
 from sweeper.sweep.job_process import failed_record
 
@@ -60,13 +60,13 @@ def stop_unwritable(sweep: Scheduler, e: ResultsNotWritten, took: float) -> None
     left = {job.num: str(sweep.executor.scratch_of(job)) for job in sweep.pending.values()}
     sweep.executor.cancel(list(sweep.pending))
     entry = sm.job_entry(e.job.num, e.job.overrides, e.job.job_dir, failed_record(
-        e.job.spec, e.job.job_dir, f"finished, but its results could not be written into the sweep folder "
+        launch_spec(e.job), e.job.job_dir, f"finished, but its results could not be written into the sweep folder "
         f"({e.error}); they are in {e.scratch} on {e.host}", took))
     sweep.entries[e.job.num] = {**entry, "log": str(Path(e.scratch) / "job.log"), "log_note": f"on {e.host}"}
     why = "cancelled: the sweep stopped, its folder could not take a finished job's results"
     for job in [*sweep.pending.values(), *(sweep.queue or [])]:
         sweep.entries[job.num] = sm.job_entry(job.num, job.overrides, job.job_dir, failed_record(
-            job.spec, job.job_dir, why, 0.0, status="cancelled"))
+            launch_spec(job), job.job_dir, why, 0.0, status="cancelled"))
     sweep.pending.clear()
     if left:
         print("sweeper: the jobs that were still running were cancelled; what they wrote is in their scratch "
@@ -83,7 +83,7 @@ def stop_unstartable(sweep: Scheduler, job: Any, error: OSError) -> None:
     why = "cancelled: the sweep stopped, its folder could not take a job's files"
     for queued in sweep.queue or []:
         sweep.entries[queued.num] = sm.job_entry(queued.num, queued.overrides, queued.job_dir, failed_record(
-            queued.spec, queued.job_dir, why, 0.0, status="cancelled"))
+            launch_spec(queued), queued.job_dir, why, 0.0, status="cancelled"))
     _stopped(sweep)
 
 
