@@ -182,7 +182,8 @@ class Scheduler:
                 if gpus > 1:  # the job's own GPU and the spare ones, for its autotune benchmarking
                     res = {**res, "num_gpus": gpus}
                 self.gpus_of[job.num] = gpus
-            spec = launch_spec(job, *exchange.seeds(job.spec.config, self.storage), autotune_gpus=gpus if gpus > 1 else None)
+            spec = launch_spec(job, *exchange.seeds(job.spec.config, self.storage),
+                               autotune_gpus=gpus if gpus > 1 else None)
             log.info(f"\t#{job.num} : {job.name}" + (f" (with {gpus - 1} spare GPUs for its autotuning)"
                                                      if self.lend and gpus > 1 else "")
                      + (" (alone on its GPU: it ran out of GPU memory beside others)" if job.num in self.alone else ""))
