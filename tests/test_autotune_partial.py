@@ -17,11 +17,12 @@ import pytest
 from sweeper.record import read_record
 from sweeper.stores import autotune_store as st
 
-# a stall stopped by a 45-s limit: run with nothing beside it (make test). A stall stopped by
+# a stall stopped by a 30-s limit: run with nothing beside it (make test). A stall stopped by
 # Ctrl-C is timed by nothing: tests/test_autotune_cancelled.py runs beside the other tests
 pytestmark = pytest.mark.alone
 
 ROOT = Path(__file__).resolve().parent.parent
+LIMIT_S = 30  # the stalled runs' time limit
 JOB = ["autotune=on", "amp=off", "mode=inference", "+inductor.freezing=true", "measure.timed_steps=2", "measure.warmup_steps=1", "measure.profile_steps=1",
        "measure.module_rounds=2", "measure.module_calls_per_round=1", "measure.module_profile_calls=1",
        "measure.eager=false", "measure.steady_loop_s=0"]
@@ -85,11 +86,13 @@ def test_a_job_timed_out_twice_goes_on_where_each_run_stopped(tmp_path):
     the second (as across two sittings), then run to the end, it times the other two only.
     Each run's log is kept, and the last record lists both stopped runs."""
     store, sweep_dir = tmp_path / "store", tmp_path / "sweep"
-    # the stall comes about 20 s into the job on a 2-core machine: 45 s leaves room for a slower one
-    proc = _sweep(store, sweep_dir, *VIT, "timeout_s=45", fault="stall_mid_compile")
+    # the stall comes about 10 s into the job (6 s into its compile) on a 2-core machine, alone
+    # or beside the rest of make test (the stopped run's phase_s_at_last_write): 30 s leaves
+    # room for a slower one
+    proc = _sweep(store, sweep_dir, *VIT, f"timeout_s={LIMIT_S}", fault="stall_mid_compile")
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     record = _keep_stopped(sweep_dir)
-    assert record["status"] == "failed" and "timed out after 45 s" in record["reason"]
+    assert record["status"] == "failed" and f"timed out after {LIMIT_S} s" in record["reason"]
     got = record["timings"]["autotune_store"]
     assert got["partial"] is True and got["job_ops"] == 1 and got["job_entries"] >= 2
     assert got["new_in_store"] == got["job_entries"] and got["stopped_in"] == "compile"
@@ -99,7 +102,7 @@ def test_a_job_timed_out_twice_goes_on_where_each_run_stopped(tmp_path):
     assert not (sweep_dir / "0" / st.ENTRIES_FILE).exists()  # absorbed
     first_log = (sweep_dir / "0" / "job.log").read_text()
 
-    proc = _sweep(store, sweep_dir, *VIT, "timeout_s=45", fault="stall_mid_compile")  # the next sitting
+    proc = _sweep(store, sweep_dir, *VIT, f"timeout_s={LIMIT_S}", fault="stall_mid_compile")  # the next sitting
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     second = read_record(sweep_dir / "0")["timings"]["autotune_store"]
     # the launcher made this record from the partial file: it still says what the run started with
