@@ -27,8 +27,8 @@ from sweeper.record import atomic_write_bytes, atomic_write_text
 from sweeper.stores import autotune_store as at
 from sweeper.stores import compile_store as cs
 from sweeper.stores.autotune_merge import merge_entries
-from tasks import cpu_libraries
 from sweeper.torch_internals import compile_cache, kernel_configs
+from tasks import cpu_libraries
 
 
 def _job_files(inductor_cache: Path) -> Path:

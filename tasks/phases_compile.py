@@ -11,13 +11,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from sweeper.stores import autotune_store, compile_store
-from tasks import cpu_libraries, job_stores
 from sweeper.job_spec import AutotuneSeed
-from tasks.job_context import JobContext, made, say
-from tasks.phase_results import AutotuneSeeded, CompileSeed, Compiled, Environment, Setup, WarmedUp
+from sweeper.stores import autotune_store, compile_store
 from sweeper.torch_internals import compile_cache, probes
 from sweeper.torch_internals.tuned_launch import TunedLaunch, reused_tuned_configs
+from tasks import cpu_libraries, job_stores
+from tasks.job_context import JobContext, made, say
+from tasks.phase_results import AutotuneSeeded, CompileSeed, Compiled, Environment, Setup, WarmedUp
 
 
 def compile_step(ctx: JobContext) -> Compiled:

@@ -12,7 +12,7 @@ from typing import Any
 
 from sweeper.stores import exchange
 from sweeper.sweep import summary as sm
-from sweeper.sweep.control import launch_spec, save_hydra_files
+from sweeper.sweep.control import Job, launch_spec, save_hydra_files
 from sweeper.sweep.executor import ResultsNotWritten
 from sweeper.sweep.job_process import failed_record
 
@@ -63,10 +63,8 @@ def stop_unwritable(sweep: Scheduler, e: ResultsNotWritten, took: float) -> None
         launch_spec(e.job), e.job.job_dir, f"finished, but its results could not be written into the sweep folder "
         f"({e.error}); they are in {e.scratch} on {e.host}", took))
     sweep.entries[e.job.num] = {**entry, "log": str(Path(e.scratch) / "job.log"), "log_note": f"on {e.host}"}
-    why = "cancelled: the sweep stopped, its folder could not take a finished job's results"
-    for job in [*sweep.pending.values(), *(sweep.queue or [])]:
-        sweep.entries[job.num] = sm.job_entry(job.num, job.overrides, job.job_dir, failed_record(
-            launch_spec(job), job.job_dir, why, 0.0, status="cancelled"))
+    _cancelled(sweep, [*sweep.pending.values(), *(sweep.queue or [])],
+               "cancelled: the sweep stopped, its folder could not take a finished job's results")
     sweep.pending.clear()
     if left:
         print("sweeper: the jobs that were still running were cancelled; what they wrote is in their scratch "
@@ -74,20 +72,26 @@ def stop_unwritable(sweep: Scheduler, e: ResultsNotWritten, took: float) -> None
     _stopped(sweep)
 
 
-def stop_unstartable(sweep: Scheduler, job: Any, error: OSError) -> None:
+def stop_unstartable(sweep: Scheduler, job: Job, error: OSError) -> None:
     """A job's files could not be written into the sweep folder as it was about to start
     (a full disk): once the running jobs were read, the sweep stops the same way, the jobs
     not started recorded as cancelled, exit code 2."""
     print(f"\nsweeper: job #{job.num} could not start: its files could not be written into {job.job_dir} ({error}).",
           file=sys.stderr, flush=True)
-    why = "cancelled: the sweep stopped, its folder could not take a job's files"
-    for queued in sweep.queue or []:
-        sweep.entries[queued.num] = sm.job_entry(queued.num, queued.overrides, queued.job_dir, failed_record(
-            launch_spec(queued), queued.job_dir, why, 0.0, status="cancelled"))
+    _cancelled(sweep, list(sweep.queue or []), "cancelled: the sweep stopped, its folder could not take a job's files")
     _stopped(sweep)
 
 
+def _cancelled(sweep: Scheduler, jobs: list[Job], why: str) -> None:
+    """The summary's entries of jobs the full sweep folder stopped (no record is written
+    into it: it has no room)."""
+    for job in jobs:
+        sweep.entries[job.num] = sm.job_entry(job.num, job.overrides, job.job_dir, failed_record(
+            launch_spec(job), job.job_dir, why, 0.0, status="cancelled"))
+
+
 def _stopped(sweep: Scheduler) -> None:
+    """summary.json written where it can be, what to do said, exit code 2."""
     try:
         sm.write_summary(sweep.sweep_dir, list(sweep.entries.values()), sweep.started, sweep.command, done=False)
         where = f"{sweep.sweep_dir / sm.SUMMARY_FILE} says where each job stands"
