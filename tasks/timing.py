@@ -101,7 +101,8 @@ def steady_loop(fn: Callable[[], object], seconds: float, device: str) -> dict:
     read over this very loop, so both busy instruments see the same seconds. Returns
     step_ms, steps, loop_s, start_us / end_us (wall clock, for NVML's timestamps), and
     chunk_step_ms: the mean step of each of LOOP_CHUNKS stretches of the loop (a wait for
-    the device closes each), whose spread is the loop's own noise when two sweeps are
+    the device closes each; the stretches cover the whole loop, the last maybe shorter, so
+    their means bracket step_ms), whose spread is the loop's own noise when two sweeps are
     compared (sweeper/analysis/regression.py)."""
     with paused():  # a full collection of the compiler's heap stalled a loop for 1 s
         for _ in range(3):
@@ -118,7 +119,12 @@ def steady_loop(fn: Callable[[], object], seconds: float, device: str) -> dict:
                 chunks.append((now - chunk_t) * 1000 / (steps - chunk_steps))
                 chunk_t, chunk_steps = now, steps
         synchronize(device)
-        loop_s, end_us = time.perf_counter() - t0, int(time.time() * 1e6)
+        now, end_us = time.perf_counter(), int(time.time() * 1e6)
+        # the stretch after the last full one is a stretch too: left out, a slow tail put
+        # the loop's mean above every stretch's (a loaded 2-core CI machine)
+        if steps > chunk_steps:
+            chunks.append((now - chunk_t) * 1000 / (steps - chunk_steps))
+        loop_s = now - t0
     return {"step_ms": loop_s * 1000 / steps, "steps": steps, "loop_s": round(loop_s, 3),
             "start_us": start_us, "end_us": end_us, "chunk_step_ms": [round(c, 5) for c in chunks]}
 

@@ -209,6 +209,27 @@ def test_each_timed_round_comes_with_a_launch_probe_reading_taken_just_before_it
     assert all(0.05 < r < 10_000 for r in readings)
 
 
+def test_the_steady_loops_stretches_cover_the_whole_loop_so_a_slow_tail_counts(monkeypatch):
+    """The steady loop's stretches bracket its mean step, a slow end of the loop included:
+    a 1-s loop of 10-ms steps whose last 4 take 30 ms. They fall after the last full
+    stretch; before that tail was a stretch of its own, the loop's mean (10.6 ms) stood
+    above every stretch's (10 ms), and the spread that compare reads missed the slow end."""
+    from types import SimpleNamespace
+
+    from tasks import timing
+
+    clock = [0.0]
+
+    def step():  # a fake clock that only the steps move: the stretches fall the same way every run
+        clock[0] += 0.03 if clock[0] >= 0.945 else 0.01  # 3 settling steps, then 1 s from 0.03
+
+    monkeypatch.setattr(timing, "time", SimpleNamespace(perf_counter=lambda: clock[0], time=lambda: 1e9 + clock[0]))
+    loop = timing.steady_loop(step, seconds=1.0, device="cpu")
+    assert loop["steps"] == 91 + 4 and loop["loop_s"] == pytest.approx(1.01)
+    assert loop["chunk_step_ms"] == pytest.approx([10.0] * 7 + [25.0])  # the tail: 9 steps of 10 ms, 4 of 30
+    assert min(loop["chunk_step_ms"]) <= loop["step_ms"] <= max(loop["chunk_step_ms"])
+
+
 def test_host_timed_breakdown_is_scaled_to_the_unprofiled_run_and_a_gpu_one_is_not():
     """Two ops of 60 and 40 ms a run, profiled over a 100 ms span, where the unprofiled
     run takes 50 ms: on a CPU (the ops timed on the slowed host) they become 30 and 20 ms;
