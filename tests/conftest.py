@@ -18,7 +18,8 @@ def _own_autotune_store(tmp_path_factory):
     own sets its own."""
     # one folder for the whole run: under pytest-xdist (make test's two workers) the
     # workers' sessions share it, so that a compile one worker made is warm for the other;
-    # make test names one for both its runs (SWEEPER_TEST_SHARED), the `alone` tests' too
+    # make test names one for all its runs (SWEEPER_TEST_SHARED): the workers', the `stalls`
+    # run's beside them and the `alone` run's after
     shared = tmp_path_factory.getbasetemp()
     if os.environ.get("SWEEPER_TEST_SHARED"):
         shared = Path(os.environ["SWEEPER_TEST_SHARED"])
@@ -37,6 +38,12 @@ def _own_autotune_store(tmp_path_factory):
     # still run all of Inductor, and g++ on each kernel the first time
     os.environ["CXX"] = str(Path(__file__).parent / "tools" / "cxx_cache.sh")
     os.environ["SWEEPER_TEST_CXX_CACHE"] = str(shared / "session_cxx_cache")
+    # One compute thread a job, whatever CPUs Ray gives it (Ray leaves a set OMP_NUM_THREADS
+    # alone): Inductor's CPU kernels, and so its cache key and the compile store's entry,
+    # depend on the thread count, and jobs of 1 and of 2 CPUs made each load of the other's
+    # entry a cold compile that then replaced it. One thread also keeps two workers' jobs
+    # from waiting on each other's threads on a 2-core machine. A test that sets its own wins.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture

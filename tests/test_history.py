@@ -327,9 +327,11 @@ def test_the_report_compares_with_the_earlier_sweep_of_the_same_grid(tmp_path):
     assert "1 of 6 jobs flagged" in page and "kernels that moved" in page
 
 
-# Small, but not the smallest: steps of about 1.5 ms (image 32, batch 2) ran 30 to 70%
-# apart between identical runs on the 2-core machine, timed steps and steady loop alike
-SMALL = ["mode=inference", "image_size=64", "batch_size=8", "measure.timed_steps=20", "measure.warmup_steps=3",
+# The launcher tests' jobs (image 32, batch 2), whose compiles the run's other sweeps share
+# (a key of their own cost two cold compiles). Their steps of about 1.5 ms ran 30 to 70%
+# apart between identical runs on the 2-core machine: nothing below asserts that identical
+# nights agree, only that each verdict follows from its figures, and the copy is slowed 3x
+SMALL = ["mode=inference", "image_size=32", "batch_size=2", "measure.timed_steps=20", "measure.warmup_steps=3",
          "measure.steady_loop_s=2", "measure.profile_steps=2", "measure.module_rounds=2",
          "measure.module_calls_per_round=1", "measure.module_profile_calls=1"]
 
