@@ -104,3 +104,21 @@ def chromium() -> str:
     if os.environ.get("CI"):
         pytest.fail("Chromium is not installed: .ci/run installs Debian's chromium package")
     pytest.skip("no Chromium here (apt-get install chromium)")
+
+
+# The test files that take longest on 2 cores, longest first (each file's tests summed, from
+# .ci/run's --durations). make test's two workers take whole files in collection order
+# (--dist loadfile --no-loadscope-reorder): these first and the short files after, so that
+# the last files to end are short ones, not one worker's long file while the other idles
+# (pytest-xdist's own order, by number of tests, left the builds, spare-GPU and cancelled
+# autotune files to the end). A file missing here just runs later; the order is a hint.
+LONGEST_FIRST = ["test_ray_launcher.py", "test_history.py", "test_compile_store.py", "test_builds.py",
+                 "test_job_cpu.py", "test_packing.py", "test_autotune_store.py", "test_validate.py",
+                 "test_storage.py", "test_kernel_configs.py", "test_autotune_cancelled.py", "test_spare_gpus.py",
+                 "test_report_scale.py", "test_hta.py", "test_faults_round4.py", "test_bad_summaries.py",
+                 "test_gpu_lease.py", "test_report.py", "test_full_disk.py"]
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FIRST)))  # stable: the rest as collected
