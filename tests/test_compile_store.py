@@ -51,13 +51,15 @@ def step_kernels_cpp(rec: dict) -> set[str]:
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
     """The same training job run twice into two sweep folders, the second beside a job of
-    another batch size; one compile store."""
+    another seed: another job to the compile store (the seed is in its key) with the same
+    graphs, which Inductor compiles cold and whose kernels g++ builds no more (the tests'
+    compiler cache, tests/tools/cxx_cache.sh); one compile store."""
     d = tmp_path_factory.mktemp("compile_store")
     store = d / "store"
     first = sweep(d / "first", store, "batch_size=2")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     blobs_after_first = {p.name: p.stat().st_mtime_ns for p in store.glob("torch-*/*")}
-    second = sweep(d / "second", store, "batch_size=2,3")
+    second = sweep(d / "second", store, "batch_size=2", "seed=0,1")
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     return d, store, blobs_after_first, second
 
@@ -122,7 +124,7 @@ def test_a_later_run_of_the_same_job_loads_it_and_runs_the_same_kernels(two_runs
 def test_another_job_is_never_seeded_with_it(two_runs):
     d, store, _, _ = two_runs
     other = read_record(d / "second" / "1")
-    assert other["config"]["batch_size"] == 3
+    assert other["config"]["seed"] == 1
     t = other["timings"]
     assert t["compile_store"]["loaded"] is None and compile_state(t) == "cold"
     assert t["compile_cache"]["fxgraph_misses"] == 2
@@ -133,13 +135,14 @@ def test_another_job_is_never_seeded_with_it(two_runs):
 def test_the_tables_and_report_keep_warm_compiles_apart(two_runs):
     d, _, _, _ = two_runs
     jobs = pd.read_csv(d / "second" / "tables" / "jobs.csv")
-    assert dict(zip(jobs["batch_size"], jobs["compile_state"])) == {2: "warm", 3: "cold"}
+    seeds = {n: read_record(d / "second" / str(n))["config"]["seed"] for n in jobs["job"]}
+    assert dict(zip(jobs["job"].map(seeds), jobs["compile_state"])) == {0: "warm", 1: "cold"}
     assert (jobs["compile_bytes"] > 0).all()
     html = (d / "second" / "report.html").read_text()
     # beside the warm job's compile time, and only there, with the C++ files it still built
     # (its kernels' libraries came from the store: next to none)
-    built = int(jobs.loc[jobs["batch_size"] == 2, "cpp_builds"].iloc[0])
-    cold = int(jobs.loc[jobs["batch_size"] == 3, "cpp_builds"].iloc[0])
+    built = int(jobs.loc[jobs["job"].map(seeds) == 0, "cpp_builds"].iloc[0])
+    cold = int(jobs.loc[jobs["job"].map(seeds) == 1, "cpp_builds"].iloc[0])
     assert built < cold / 4
     assert html.count(f"(warm; {built} C++ files built again)</span>" if built else "(warm)</span>") == 1
     assert html.count("(warm") == 1
@@ -267,6 +270,20 @@ def test_tuned_configs_round_trip_and_stay_inside_the_cache(tmp_path):
     assert kernel_configs.put_tuned_configs(dst, {**files, "../evil.best_config": "x", "ab/k.py": "x"}) == 1
     assert (dst / "ab" / "k1.best_config").read_text() == files["ab/k1.best_config"]
     assert not (tmp_path / "evil.best_config").exists() and not (dst / "ab" / "k.py").exists()
+
+
+def test_the_cpp_builds_are_counted_however_quick_they_were():
+    """Inductor's timers are kept for the costliest few, and compile_file (the C++ files it
+    built) always: builds a compiler cache made quick fell out of the costliest 15, and a
+    cold CPU compile read "0 C++ files built"."""
+    from sweeper.torch_internals.probes import top_timers
+
+    metrics = {f"phase_{i}": [1.0 + i] for i in range(20)} | {"compile_file": [0.01] * 43}
+    kept = top_timers(metrics, 15)
+    assert len(kept) == 16 and list(kept)[:15] == [f"phase_{i}" for i in range(19, 4, -1)]
+    assert kept["compile_file"] == [43, 0.43] and list(kept)[-1] == "compile_file"  # costliest first still
+    assert cpp_builds({"compile_timers": kept}) == 43
+    assert "compile_file" not in top_timers({k: v for k, v in metrics.items() if k != "compile_file"}, 15)
 
 
 def test_compile_state_tells_cold_seeded_and_warm_apart():
