@@ -298,6 +298,38 @@ def test_a_driver_killed_outright_leaves_no_ray_process_behind(tmp_path):
             proc.kill()
 
 
+# A driver as the watcher sees it: it starts the watcher, then a child (as ray.init starts
+# Ray's processes), then its pipe to the watcher closes (as it does in the interpreter's
+# shutdown) and it takes a few seconds more to end.
+SLOW_ENDING_DRIVER = r"""
+import subprocess, sys, time
+from hydra_plugins.sweeper_ray import _reaper
+_reaper.watch_embedded_ray()
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+print(child.pid, flush=True)
+time.sleep(1.5)  # the watcher notes the child
+_reaper._watchers[0].stdin.close()
+time.sleep(float(sys.argv[1]))
+"""
+
+
+def test_the_watcher_waits_for_a_slow_ending_driver_and_then_ends_what_it_left():
+    """The watcher killed drivers that were ending normally: a finished sweep on a loaded CI
+    machine exited -9 (SIGKILL) after printing its report, when its end took longer than the
+    watcher's grace after the pipe closed. The driver's own end is now waited for."""
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_ENDING_DRIVER, "3.5"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    child = int(proc.stdout.readline())
+    try:
+        assert proc.wait(timeout=60) == 0  # not -9: the watcher's grace is 2 s
+        deadline = time.time() + 15
+        while time.time() < deadline and _alive(child):
+            time.sleep(0.2)
+        assert not _alive(child), "the driver's child should have been ended once the driver was gone"
+    finally:
+        if _alive(child):
+            os.kill(child, signal.SIGKILL)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("after_s", [0.3])
 def test_sigterm_while_ray_starts_cancels_the_sweep_and_leaves_no_process(tmp_path, after_s):

@@ -10,8 +10,8 @@ driver lives it notes, every second (every 0.2 s while Ray starts), the driver's
 descendants (Ray's GCS and raylet, their agents, workers and job processes): once the
 raylet is dead they are the children of init and nothing else tells them apart (their
 /proc environ is clobbered by Ray's process titles). When the pipe closes, however the
-driver ended, it kills those still running, their start times checked so that a reused
-pid is left alone."""
+driver ended, it waits for the driver to be gone, then kills those of them still running
+a moment later, their start times checked so that a reused pid is left alone."""
 
 from __future__ import annotations
 
@@ -68,10 +68,19 @@ def _alive(known: dict[int, str | None]) -> list[int]:
 
 def main(pids: list[int]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    known = {pid: _start_time(pid) for pid in pids}
+    drivers = {pid: _start_time(pid) for pid in pids}
+    known = dict(drivers)
     while not select.select([sys.stdin], [], [], 0.2 if len(known) < 4 else 1.0)[0] or os.read(sys.stdin.fileno(), 4096):
-        known |= _descendants(known)  # until the driver's end closes: it has exited, however
+        known |= _descendants(known)  # until the driver's end closes
         known.pop(os.getpid(), None)  # the watcher is the driver's child too
+    # The pipe closes as the driver's interpreter shuts down, and the driver can live on for
+    # seconds after (Ray's shutdown, its atexit work, on a loaded machine): counting the
+    # grace from there SIGKILLed drivers that were ending normally (exit -9 after a finished
+    # sweep). So the grace starts once the driver is gone, and the driver is never killed.
+    while _alive(drivers):
+        time.sleep(0.2)
+    for pid in drivers:
+        known.pop(pid, None)
     deadline = time.time() + _GRACE_S
     while _alive(known) and time.time() < deadline:
         time.sleep(0.2)
