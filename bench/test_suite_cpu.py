@@ -10,8 +10,8 @@ A process's own CPU (user + system) is counted, and in a column of their own its
 that it waited for: g++ under a job, the embedded Ray's own processes under the driver that
 started it. Not counted: a cluster's Ray processes (a test starts those), pytest's workers
 and the tests' in-process work, Chromium. A process killed outright (a job past its time
-limit) writes nothing. CPU timings here move
-by a quarter between runs: compare within one run.
+limit) writes nothing. CPU timings here move by a quarter between runs: compare within one
+run.
 """
 
 from __future__ import annotations
@@ -39,11 +39,8 @@ _kind = _argv[_argv.index("-m") + 1] if "-m" in _argv[:-1] else None
 if _kind in _KINDS and os.environ.get("SWEEPER_CPU_LOG"):
     import atexit, resource
     _t0 = time.time()
-    _done = []
     def _note():
-        if _done:
-            return
-        _done.append(1)
+        atexit.unregister(_note)  # once: os._exit's note, or atexit's
         me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         line = {"kind": _kind, "test": os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0],
                 "wall": round(time.time() - _t0, 2), "cpu": round(me.ru_utime + me.ru_stime, 2),
