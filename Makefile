@@ -36,8 +36,8 @@ browser:
 
 # Two workers (pytest-xdist), each test file kept on one of them so that a module's
 # fixture runs once, the longest files first (tests/conftest.py); beside them, in a
-# process of its own, the tests marked `stalls` (a job stalled until its time limit stops
-# it: a core's worth of waiting that the two workers fill); then the tests marked `alone`
+# process of its own, the tests marked `stalls` (a job stalled or hung until its time limit
+# stops it: a core's worth of waiting that the two workers fill); then the tests marked `alone`
 # (the host-load reading), with nothing beside them.
 # A run that selects no `stalls` or no `alone` test exits 5: not a failure here (the
 # workers' 5 still is). All three share one folder of the run's stores and C++ kernel

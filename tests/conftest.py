@@ -112,7 +112,10 @@ def chromium() -> str:
 # the last files to end are short ones, not one worker's long file while the other idles
 # (pytest-xdist's own order, by number of tests, left the builds, spare-GPU and cancelled
 # autotune files to the end). A file missing here just runs later; the order is a hint.
-LONGEST_FIRST = ["test_ray_launcher.py", "test_history.py", "test_compile_store.py", "test_builds.py",
+# The twice-stalled job's file comes first for the `stalls` run beside the workers (the
+# workers run none of it): the crash/hang test after it then finds the run's compile of its
+# model warm in the store, which the workers' first minutes put there.
+LONGEST_FIRST = ["test_autotune_partial.py", "test_ray_launcher.py", "test_history.py", "test_compile_store.py", "test_builds.py",
                  "test_job_cpu.py", "test_packing.py", "test_autotune_store.py", "test_validate.py",
                  "test_storage.py", "test_kernel_configs.py", "test_autotune_cancelled.py", "test_spare_gpus.py",
                  "test_report_scale.py", "test_hta.py", "test_faults_round4.py", "test_bad_summaries.py",
