@@ -36,17 +36,18 @@ browser:
 
 # Two workers (pytest-xdist), each test file kept on one of them so that a module's
 # fixture runs once, the longest files first (tests/conftest.py); beside them, in a
-# process of its own, the tests marked `stalls` (a job stalled or hung until its time limit
-# stops it: a core's worth of waiting that the two workers fill); then the tests marked `alone`
-# (the host-load reading), with nothing beside them.
-# A run that selects no `stalls` or no `alone` test exits 5: not a failure here (the
+# process of its own, the tests marked `beside`: first those that wait out a stalled or hung
+# job's time limit (a core's worth of waiting that the two workers fill), then a few
+# self-contained files on the cores that the workers' own waits leave idle; then the tests
+# marked `alone` (the host-load reading), with nothing beside them.
+# A run that selects no `beside` or no `alone` test exits 5: not a failure here (the
 # workers' 5 still is). All three share one folder of the run's stores and C++ kernel
 # cache (tests/conftest.py).
 test: install browser
 	@shared=$$(mktemp -d /tmp/sweeper-tests.XXXXXX); export SWEEPER_TEST_SHARED=$$shared; \
-	{ $(PY) -m pytest -q -m stalls $(PYTEST_ARGS) > $$shared/stalls.log 2>&1 || [ $$? = 5 ]; } & stalls=$$!; \
-	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "not alone and not stalls" $(PYTEST_ARGS); rc=$$?; \
-	wait $$stalls; src=$$?; echo "--- the tests marked stalls (run beside the others):"; cat $$shared/stalls.log; \
+	{ $(PY) -m pytest -q -m beside $(PYTEST_ARGS) > $$shared/beside.log 2>&1 || [ $$? = 5 ]; } & beside=$$!; \
+	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "not alone and not beside" $(PYTEST_ARGS); rc=$$?; \
+	wait $$beside; src=$$?; echo "--- the tests marked beside (run beside the workers):"; cat $$shared/beside.log; \
 	[ $$rc = 0 ] && [ $$src = 0 ] && { $(PY) -m pytest -q -m alone $(PYTEST_ARGS) || [ $$? = 5 ]; }; \
 	rc=$$?; rm -rf $$shared; exit $$rc
 

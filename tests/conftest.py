@@ -18,7 +18,7 @@ def _own_autotune_store(tmp_path_factory):
     own sets its own."""
     # one folder for the whole run: under pytest-xdist (make test's two workers) the
     # workers' sessions share it, so that a compile one worker made is warm for the other;
-    # make test names one for all its runs (SWEEPER_TEST_SHARED): the workers', the `stalls`
+    # make test names one for all its runs (SWEEPER_TEST_SHARED): the workers', the `beside`
     # run's beside them and the `alone` run's after
     shared = tmp_path_factory.getbasetemp()
     if os.environ.get("SWEEPER_TEST_SHARED"):
@@ -112,9 +112,10 @@ def chromium() -> str:
 # the last files to end are short ones, not one worker's long file while the other idles
 # (pytest-xdist's own order, by number of tests, left the builds, spare-GPU and cancelled
 # autotune files to the end). A file missing here just runs later; the order is a hint.
-# The twice-stalled job's file comes first for the `stalls` run beside the workers (the
-# workers run none of it): the crash/hang test after it then finds the run's compile of its
-# model warm in the store, which the workers' first minutes put there.
+# The twice-stalled job's file comes first for the `beside` run next to the workers (the
+# workers run none of it): the crash/hang test after it, and the files that fill idle cores
+# after that, then find the run's compiles of their models warm in the store, which the
+# workers' first minutes put there.
 LONGEST_FIRST = ["test_autotune_partial.py", "test_ray_launcher.py", "test_history.py", "test_compile_store.py", "test_builds.py",
                  "test_job_cpu.py", "test_packing.py", "test_autotune_store.py", "test_validate.py",
                  "test_storage.py", "test_kernel_configs.py", "test_autotune_cancelled.py", "test_spare_gpus.py",

@@ -1,7 +1,7 @@
 """A cancelled max-autotune sweep gives the store what its stopped job had tuned, and the job
 run again starts from it (tests/test_autotune_partial.py tells the rest of the story, with
 the jobs stopped by their time limit). Ctrl-C comes once the job's log says it stalls
-mid-compile, so nothing here waits on a clock: it runs beside the other tests."""
+mid-compile, so nothing here waits on a clock."""
 
 import signal
 import subprocess
@@ -12,6 +12,10 @@ import pytest
 
 from tests.test_autotune_partial import (JOB, RESNET, ROOT, _env, _keep_stopped,
                                          _resumed_job_starts_from_the_stopped_ones_entries, _store_ops)
+
+# self-contained (a store of its own): make test runs it beside the two workers, after the
+# tests there that wait on time limits, on the cores those waits leave idle
+pytestmark = pytest.mark.beside
 
 
 @pytest.mark.slow

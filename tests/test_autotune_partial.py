@@ -18,9 +18,9 @@ from sweeper.record import read_record
 from sweeper.stores import autotune_store as st
 
 # a stall stopped by a time limit: mostly waiting, so make test runs it in a process of its
-# own beside the two workers. A stall stopped by Ctrl-C is timed by nothing:
-# tests/test_autotune_cancelled.py runs on a worker
-pytestmark = pytest.mark.stalls
+# own beside the two workers, first there (tests/conftest.py, LONGEST_FIRST). A stall stopped
+# by Ctrl-C is timed by nothing: tests/test_autotune_cancelled.py runs beside them too, later
+pytestmark = pytest.mark.beside
 
 ROOT = Path(__file__).resolve().parent.parent
 # the stalled runs' time limit. The stall came about 10 s into the job (6 s into its compile:

@@ -155,7 +155,7 @@ def test_nothing_secret_is_written_and_generated_code_stays_in_the_job_cache(fou
 
 
 @pytest.mark.slow
-@pytest.mark.stalls  # the hang's 45 s are a worker's core left idle: make test runs it beside the workers
+@pytest.mark.beside  # the hang's 45 s would leave a worker's core idle: make test runs it beside the workers
 def test_crash_and_hang_are_isolated(tmp_path):
     # one CPU a job: they run side by side, so the sweep lasts about the hang's time limit.
     # 45 s: the ok job took 23-26 s on 2 cores under the rest of make test as a cold compile

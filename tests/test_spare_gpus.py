@@ -17,6 +17,9 @@ TINY = ["model=test_resnet", "mode=inference", "image_size=32", "batch_size=2",
         "measure.timed_steps=2", "measure.warmup_steps=1", "measure.profile_steps=1", "measure.module_rounds=2",
         "measure.module_calls_per_round=1", "measure.module_profile_calls=1", "measure.eager=false",
         "measure.steady_loop_s=0"]
+# self-contained: make test runs this file beside the two workers, after the tests there that
+# wait on time limits, on the cores those waits leave idle
+pytestmark = pytest.mark.beside
 
 
 def test_spare_gpus_go_to_autotune_jobs_and_never_keep_a_job_waiting():
