@@ -110,12 +110,14 @@ def chromium() -> str:
 # .ci/run's --durations). make test's two workers take whole files in collection order
 # (--dist loadfile --no-loadscope-reorder): these first and the short files after, so that
 # the last files to end are short ones, not one worker's long file while the other idles
-# (pytest-xdist's own order, by number of tests, left the builds, spare-GPU and cancelled
-# autotune files to the end). A file missing here just runs later; the order is a hint.
-# The twice-stalled job's file comes first for the `beside` run next to the workers (the
-# workers run none of it): the crash/hang test after it, and the files that fill idle cores
-# after that, then find the run's compiles of their models warm in the store, which the
-# workers' first minutes put there.
+# (pytest-xdist's own order, by number of tests, left the builds file to the end). A file
+# missing here just runs later; the order is a hint.
+# The same order holds in the `beside` run next to the workers, which takes the tests
+# marked `beside` out of these files (the whole of test_autotune_partial.py,
+# test_autotune_cancelled.py and test_spare_gpus.py, and the crash/hang test): the
+# twice-stalled job's file first, so that the crash/hang test and the files after it find
+# the run's compiles of their models warm in the store, which the workers' first minutes
+# put there.
 LONGEST_FIRST = ["test_autotune_partial.py", "test_ray_launcher.py", "test_history.py", "test_compile_store.py",
                  "test_builds.py", "test_job_cpu.py", "test_packing.py", "test_autotune_store.py", "test_validate.py",
                  "test_storage.py", "test_kernel_configs.py", "test_autotune_cancelled.py", "test_spare_gpus.py",
