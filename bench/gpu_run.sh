@@ -92,6 +92,9 @@
 #          AUTOTUNE=on,off to change), cold then again (the second from the compile store;
 #          RUNS=cold for the first only),
 #          each followed by bench/model_code_check.py; results: bench/results/model_code/.
+#   attribution  bench/attribution_check.py on mixnet_l (b128) and densenet121 (b16) training
+#          (MODELS="model:batch ..."), CUDA graphs off and on, all at once, and one sweeper job
+#          of the first; results: bench/results/model_code/attribution_check_*.md.
 # A run longer than one sitting can go to the background:
 #     S=/tmp/gpu setsid bash bench/gpu_run.sh busy > /tmp/gpu.log 2>&1 &
 set -u
@@ -480,10 +483,38 @@ packing() {
   bundle
 }
 
+# The attribution check (bench/attribution_check.py) on each of $MODELS (default mixnet_l:128
+# and densenet121:16, model:batch) training, CUDA graphs off and on, all at once (the check
+# needs no timing of its own: it reads what Inductor computes and where the profiler puts
+# each kernel); and one sweeper job of the first model (CUDA graphs off) whose record's
+# model code places library kernels by the profiler's links. Results under $S/attribution/.
+attribution() {
+  mkdir -p "$S/attribution"
+  local pids=()
+  for mb in ${MODELS:-mixnet_l:128 densenet121:16}; do
+    local m=${mb%%:*} b=${mb##*:}
+    for g in off on; do
+      local flag=""; [ $g = on ] && flag=--cudagraphs
+      python3 bench/attribution_check.py "$m" --device cuda --batch "$b" $flag \
+        --json "$S/attribution/${m}_graphs_$g.json" > "$S/attribution/${m}_graphs_$g.md" 2> "$S/attribution/${m}_graphs_$g.err" &
+      pids+=($!)
+    done
+  done
+  local first=${MODELS:-mixnet_l:128}; first=${first%% *}
+  if python3 -c "import ray, hydra" 2>/dev/null; then  # the job's own placement too, where the wheels came
+    python3 -m sweeper model="${first%%:*}" batch_size="${first##*:}" measure.microbench=false \
+      hydra.sweep.dir="$S/attribution/job" > "$S/attribution/job.log" 2>&1 &
+    pids+=($!)
+  fi
+  for p in "${pids[@]}"; do wait "$p"; log "attribution pid $p rc=$?"; done
+  [ -d "$S/attribution/job" ] && drop_traces "$S/attribution/job"
+  bundle
+}
+
 machine_info
 log "start ${1:-}"
 case "${1:-}" in
-  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline|data_path|phase_results) "$1" ;;
-  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline|data_path|phase_results" >&2; exit 2 ;;
+  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline|data_path|phase_results|attribution) "$1" ;;
+  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline|data_path|phase_results|attribution" >&2; exit 2 ;;
 esac
 log ALLDONE

@@ -41,6 +41,12 @@ def run_one(cfg: DictConfig) -> None:
 
 
 def main() -> None:
+    from sweeper.command_line import closing_pipe_quietly
+
+    closing_pipe_quietly(_main)()
+
+
+def _main() -> None:
     """The launcher ends its sweep itself (sm.close_sweep, exiting non-zero when a job
     failed). `sweeper store ...` is the autotune store's own command (sweeper/stores/command.py)."""
     if sys.argv[1:2] == ["store"]:

@@ -83,4 +83,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from sweeper.command_line import closing_pipe_quietly
+
+    sys.exit(closing_pipe_quietly(main)(sys.argv[1:]))

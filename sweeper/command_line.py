@@ -47,3 +47,25 @@ def flatten(options: dict | None, prefix: str = "") -> dict[str, Any]:
         else:
             out[name] = value
     return out
+
+
+def closing_pipe_quietly(main):
+    """`main` run as a command whose output may go to a reader that stops early (`sweeper
+    --help | head`): a closed pipe ends it quietly, with exit code 1 as Python's own
+    handling advises (docs.python.org, "Note on SIGPIPE"), not a traceback."""
+    import functools
+    import os
+    import sys
+
+    @functools.wraps(main)
+    def run(*args, **kwargs):
+        try:
+            result = main(*args, **kwargs)
+            sys.stdout.flush()  # a pipe closed while the last of the output waited in the buffer
+            return result
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # the interpreter's own flush at exit would raise again
+            sys.exit(1)
+
+    return run

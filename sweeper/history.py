@@ -22,6 +22,7 @@ from sweeper.reporting import sweeps as sw
 from sweeper.reporting.compare_text import compare_text, write_compare
 from sweeper.reporting.load import AggregateError
 from sweeper.reporting.trend import trend_figure
+from sweeper.words import count
 
 COMPARE_HELP = """Compare NEW_SWEEP with OLD_SWEEP (default: the latest complete sweep that started
 before it in NEW_SWEEP's parent folder, as +sweep=nightly lays them out).
@@ -146,9 +147,11 @@ def _trend(args) -> int:
         print(f"sweeper.history: no complete sweep (summary.json, not interrupted) under {args.outputs}", file=sys.stderr)
         return 2
     out, _ = trend_figure(sweeps, args.out or args.outputs / "trend.png")
-    print(f"trend of {len(sweeps)} sweeps: wrote {out}")
+    print(f"trend of {count(len(sweeps), 'sweep')}: wrote {out}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from sweeper.command_line import closing_pipe_quietly
+
+    sys.exit(closing_pipe_quietly(main)(sys.argv[1:]))

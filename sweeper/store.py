@@ -7,4 +7,6 @@ import sys
 from sweeper.stores.command import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from sweeper.command_line import closing_pipe_quietly
+
+    sys.exit(closing_pipe_quietly(main)())

@@ -203,6 +203,12 @@ def heartbeat_line(phase: str, seconds: float, store: Mapping | None = None, tun
         # an op (an mm or convolution of given shapes) times 10 to 22 choices (docs/findings.md)
         return (f"still compiling: {seconds:.0f} s, {chosen} ops autotuned so far" + (f" ({parts})" if parts else "")
                 + (f"; {seeded}" if seeded else ""))
+    if phase == "time_modules":
+        from tasks.timing import rounds_progress
+
+        progress = rounds_progress()  # a loaded host's slow calls make this phase long: say how far it is
+        if progress:
+            return f"still in phase {phase}: {seconds:.0f} s; {progress}"
     return f"still in phase {phase}: {seconds:.0f} s"
 
 

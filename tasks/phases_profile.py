@@ -55,19 +55,23 @@ def time_modules(ctx: JobContext) -> ModulesTimed:
 
 
 def profile_step(ctx: JobContext) -> StepProfile:
-    from tasks.profiling import analyse, model_code, profile_calls
+    from tasks.profiling import analyse, link_call, model_code, profile_calls
 
     steps = ctx.measure["profile_steps"]
     trace = ctx.job_dir / "traces" / "step.json.gz"
-    events = profile_calls(made(ctx.step, "the compiled step"), steps, ctx.device, "sweeper.step", trace)
+    compiled = made(ctx.step, "the compiled step")
+    events = profile_calls(compiled, steps, ctx.device, "sweeper.step", trace)
+    # Which op launched each library kernel: one more step traced with its host ops (after
+    # the timed profile, never timed). Under CUDA graphs no op launches a kernel of the
+    # graph: the link would say nothing.
+    linked = link_call(compiled, ctx.device, "sweeper.step") if not ctx.cfg["cudagraphs"] else None
     steady = ctx.has(Steady)
     step = analyse(events, ctx.device, "sweeper.step", steps, ctx.got(Timed).compiled_step_ms["median"],
                    busy_wall_ms=steady.loop.get("step_ms") if steady is not None else None)
     sites = launch_sites(ctx)
-    code, kernels, placed = model_code(events, ctx.device, "sweeper.step", step, sites, trace)
+    code, kernels, placed = model_code(events, ctx.device, "sweeper.step", step, sites, trace, linked=linked)
     said = {**code, "tags": ctx.got(Setup).resolved.get("module_tags"), "graphs": compiled_graphs(ctx)}
-    say(f"model code: {code['attributed_pct'] or 0:.1f}% of the step's kernel time placed on "
-        f"{len({r['module'] for r in code['rows']})} modules")
+    say(model_code_line(code))
     line = None
     if ctx.has(Roofs) is not None:
         line = roofline(kernels, placed, step["device_ms"], ctx)
@@ -76,15 +80,36 @@ def profile_step(ctx: JobContext) -> StepProfile:
     return StepProfile(step, str(trace), said, line)
 
 
+def model_code_line(code: dict) -> str:
+    """The log's line on model code, with both of the report's figures and what each is of:
+    the share of all the step's kernel time placed, and of the time inside compiled graphs
+    (the jobs table's model_code_pct), then what the rest outside the graphs is."""
+    from sweeper.analysis.attribution import OUTSIDE
+
+    outside = (code.get("unattributed") or {}).get(OUTSIDE, 0.0)
+    inside = code["device_ms"] - outside
+    line = (f"model code: {code['attributed_pct'] or 0:.1f}% of the step's kernel time placed on "
+            f"{len({r['module'] for r in code['rows']})} modules")
+    if outside > 0 and inside > 0:
+        parts = code.get("outside") or {}
+        what = max(parts.items(), key=lambda kv: kv[1])[0] if parts else None
+        line += (f" ({code['attributed_ms'] / inside * 100:.1f}% of the time inside compiled graphs; outside them "
+                 f"{outside:.2f} ms" + (f", mostly {what}" if what else "") + ")")
+    return line
+
+
 def measure_roofs(ctx: JobContext) -> Roofs:
-    """The device's copy bandwidth and matmul peaks (tasks/roofs.py): kept on the node, so
-    measured by the first job of a device model and build only."""
+    """The device's copy bandwidth and matmul peaks (tasks/roofs.py): kept on the node per
+    user, so measured by the first job of a device model and build, and again by a job
+    that finds the host idler than when they were measured."""
     from tasks import roofs
 
     got = roofs.roofs(ctx.device)
     peaks = ", ".join(f"{d} {v:.1f}" for d, v in got["matmul_tflops"].items())
+    load = (f"; measured with {got['load_cores']:.1f} other cores busy: below this host's ceiling, measured again "
+            f"by a job that finds it idler" if got["loaded"] else "")
     say(f"roofs ({'kept from an earlier job' if got['reused'] else 'measured'}): "
-        f"copy {got['copy_gbps']:.0f} GB/s; matmul TFLOP/s {peaks}")
+        f"copy {got['copy_gbps']:.0f} GB/s; matmul TFLOP/s {peaks}{load}")
     return Roofs(got)
 
 
@@ -103,7 +128,7 @@ def roofline(kernels: list, placed, device_ms: float, ctx: JobContext) -> dict:
         except OSError:
             continue
     measured = ctx.got(Roofs).roofs
-    roofs = {k: measured[k] for k in ("copy_gbps", "matmul_tflops", "key", "reused")}
+    roofs = {k: measured.get(k) for k in ("copy_gbps", "matmul_tflops", "key", "reused", "load_cores", "loaded")}
     return rl.summary(rl.launch_rows(kernels, placed, work, roofs), device_ms, roofs)
 
 

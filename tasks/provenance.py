@@ -21,10 +21,10 @@ from __future__ import annotations
 from typing import Any
 
 from sweeper.analysis.launch_sites import BACKWARD, FORWARD, Work, tag_line
-from tasks.node_work import node_work
+from tasks.node_work import is_constant, is_view, node_elements, node_work, op_name
 
 # Bump when the tag's text changes: the cache key changes with it.
-_PASS_VERSION = "sweeper-module-tags-4"
+_PASS_VERSION = "sweeper-module-tags-5"
 
 
 def _class_name(cls: Any) -> str:
@@ -32,8 +32,11 @@ def _class_name(cls: Any) -> str:
 
 
 def tag_graph(graph) -> int:
-    """Append the module tag to each call_function node's stack trace; returns how many
-    nodes were tagged (a node with no module stack, such as a layout copy, keeps none).
+    """Append the tag to each call_function node's stack trace; returns how many nodes name
+    a module. A node with no module stack (the loss, a layout copy) is tagged too, as of no
+    module, so that a fused kernel's time is shared with it rather than given to the
+    modules beside it; each tag carries the elements the node touches and whether it is a
+    constant or a view (its share of a fused kernel's work: tasks/node_work.py).
     Every node of a backward graph is backward work, the forward ones it recomputes too
     (the partitioner's recomputation: mixnet_l's batch-norm backward kernels on an H100
     fuse it), so its pass is the graph's."""
@@ -42,17 +45,18 @@ def tag_graph(graph) -> int:
     for node in graph.nodes:
         if node.op != "call_function":
             continue
+        text = node.meta.get("stack_trace") or ""
+        if "[sweeper module]" in text:
+            continue
         stack = node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack")
         pass_ = BACKWARD if backward or not node.meta.get("nn_module_stack") else FORWARD
-        if not stack:
-            continue
-        path, cls = list(stack.values())[-1]  # the innermost module
-        text = node.meta.get("stack_trace") or ""
-        if "[sweeper module]" not in text:
-            work = node_work(node)
-            node.meta["stack_trace"] = text + tag_line(pass_, str(path), _class_name(cls), node.name,
-                                                       Work(**work) if work else None)
-            tagged += 1
+        path, cls = list(stack.values())[-1] if stack else (None, None)  # the innermost module
+        work = node_work(node)
+        node.meta["stack_trace"] = text + tag_line(
+            pass_, None if path is None else str(path), None if cls is None else _class_name(cls), node.name,
+            Work(**work) if work else None, elems=node_elements(node), const=is_constant(node), view=is_view(node),
+            op=op_name(node), inputs=tuple(n.name for n in node.all_input_nodes))
+        tagged += stack is not None
     return tagged
 
 
@@ -72,6 +76,9 @@ def install() -> str:
             return _PASS_VERSION
 
     config.trace.provenance_tracking_level = max(int(config.trace.provenance_tracking_level or 0), 1)
+    from sweeper.torch_internals import kernel_stores
+
+    kernel_stores.install()  # each generated kernel's stored values, beside its stack traces
     if config.post_grad_custom_pre_pass is not None:  # one process a job: only the user's options set it
         return "not installed: the job's inductor options set post_grad_custom_pre_pass"
     config.post_grad_custom_pre_pass = ModuleTags()

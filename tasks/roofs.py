@@ -1,24 +1,30 @@
-"""The device's roofs, measured once per device model and build and kept on the node for
-every later job: copy bandwidth (a device-to-device copy, bytes read plus written a
-second) and the dense matmul peak per dtype (a large square torch.mm, as cuBLAS or oneDNN
-runs it: float32 under the job's own TF32 setting for matmuls, `tf32` with TF32 allowed, as
-cuDNN runs float32 convolutions by default). sweeper/analysis/roofline.py
-bounds each kernel by them.
+"""The device's roofs, measured on the node and kept there for every later job: copy
+bandwidth (a device-to-device copy, bytes read plus written a second) and the dense matmul
+peak per dtype (a large square torch.mm, as cuBLAS or oneDNN runs it: float32 under the
+job's own TF32 setting for matmuls, `tf32` with TF32 allowed, as cuDNN runs float32
+convolutions by default). sweeper/analysis/roofline.py bounds each kernel by them.
 
 Measured, not read from a datasheet: a datasheet's peak is a clock and a count of units,
 which no library kernel reaches (an H200's bf16 dense 989 TFLOP/s; an 8192-cube bf16
 product measures about 790), so a bound from it would call every GEMM a fifth slow.
-Kept in $SWEEPER_ROOFS (default <tmp>/sweeper-roofs), one JSON file per key; a file that
-cannot be read is measured again and rewritten.
+
+A roof is a ceiling, so a measurement on a busy host is no roof: each one says how busy
+the host was while it was taken (`load_cores`: cores busy with other work than this job's,
+tasks/host_load.py), and a later job that finds the host idler than that measures again;
+the kept roofs are then the best of both, figure by figure, with the idler load. A job on
+a host as busy or busier reuses them, never replacing a ceiling by a lower one. Kept per
+user (two users' jobs on one machine measure their own) in $SWEEPER_ROOFS, by default
+~/.cache/sweeper/roofs ($XDG_CACHE_HOME/sweeper/roofs), one JSON file per key; a file that
+cannot be read (or holds no roofs of the right shape) is measured again and rewritten.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
@@ -28,14 +34,26 @@ from sweeper.analysis.kernels import copy_bandwidth_gbps
 from sweeper.record import atomic_write_text
 from tasks.timing import time_calls
 
-ROOFS = Path(os.environ.get("SWEEPER_ROOFS") or Path(tempfile.gettempdir()) / "sweeper-roofs")
-VERSION = 1  # bump when the method changes: earlier files are then measured again
+VERSION = 2  # bump when the method changes: earlier files are then measured again (2: with the host's load)
 
 # The matmul sizes: large enough that the product is bound by arithmetic, small enough to
 # take well under a second (a CPU's oneDNN fp32 product of 2048^3 takes ~0.1 to 1 s).
 GPU_N, CPU_N = 8192, 2048
 GPU_DTYPES = ("bfloat16", "float16", "float32", "tf32")  # tf32: float32 with TF32 allowed (cuDNN's default for convolutions)
 CPU_DTYPES = ("float32", "bfloat16")
+
+# A host with fewer other cores busy than this is idle: its roofs are ceilings. A kept
+# measurement is taken again where the host is idler by at least this much.
+IDLE_CORES = 0.25
+
+
+def roofs_dir() -> Path:
+    """Where this user's roofs are kept: $SWEEPER_ROOFS, else the user's cache folder (read
+    when a job asks, so that HOME and the variable as the job sees them decide)."""
+    if os.environ.get("SWEEPER_ROOFS"):
+        return Path(os.environ["SWEEPER_ROOFS"])
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "sweeper" / "roofs"
 
 
 def key(device: str) -> dict:
@@ -54,27 +72,93 @@ def key(device: str) -> dict:
 
 
 def _file(k: dict) -> Path:
-    return ROOFS / (hashlib.sha1(json.dumps(k, sort_keys=True).encode()).hexdigest()[:16] + ".json")
+    return roofs_dir() / (hashlib.sha1(json.dumps(k, sort_keys=True).encode()).hexdigest()[:16] + ".json")
 
 
-def roofs(device: str) -> dict:
-    """The device's roofs: kept ones where this node measured them before for the same key,
-    else measured now (on a GPU the caller holds the lease) and kept. `reused` says which."""
+def _positive(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def valid(kept: object, k: dict) -> bool:
+    """Whether a kept file holds roofs of this key, of the right shape: a positive copy
+    bandwidth and positive matmul peaks (a hand-edited "x", a 0, a NaN or a negative figure
+    is no roof: measured again)."""
+    if not isinstance(kept, dict) or kept.get("key") != k or not _positive(kept.get("copy_gbps")):
+        return False
+    peaks = kept.get("matmul_tflops")
+    return isinstance(peaks, dict) and bool(peaks) and all(_positive(v) for v in peaks.values()) and \
+        isinstance(kept.get("load_cores"), (int, float))
+
+
+def best(kept: dict, new: dict) -> dict:
+    """The ceiling of two measurements of one key: each figure the higher, the load the
+    idler's, both times said."""
+    peaks = dict(kept["matmul_tflops"])
+    for d, v in new["matmul_tflops"].items():
+        peaks[d] = max(v, peaks.get(d, 0.0))
+    return {**new, "copy_gbps": max(kept["copy_gbps"], new["copy_gbps"]), "matmul_tflops": peaks,
+            "load_cores": min(kept["load_cores"], new["load_cores"]),
+            "measurements": (kept.get("measurements") or [_summary(kept)]) + [_summary(new)]}
+
+
+def _summary(m: dict) -> dict:
+    return {k: m.get(k) for k in ("measured_at", "load_cores", "copy_gbps", "matmul_tflops")}
+
+
+def _read(path: Path) -> object:
+    """A kept file's JSON, or None; a FIFO or any other non-file in its place is not read
+    (opening one would wait for a writer)."""
+    import stat
+
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return None
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def roofs(device: str, load_cores: float | None = None) -> dict:
+    """The device's roofs: kept ones where this user measured them before for the same key
+    on a host at least as idle as now, else measured now (on a GPU the caller holds the
+    lease) and kept, the best of the old and the new. `reused` says which; `load_cores`
+    (cores busy with other work while measured; `loaded` where that was not idle) says how
+    far they are ceilings. `load_cores`: how busy the host is now (read here if not given)."""
     k = key(device)
     path = _file(k)
-    try:
-        kept = json.loads(path.read_text())
-        if kept.get("key") == k:
-            return {**kept, "reused": True}
-    except (OSError, ValueError):
-        pass
-    got = {"key": k, **measure(device), "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    now = host_load_cores() if load_cores is None else load_cores
+    kept = _read(path)
+    if isinstance(kept, dict) and valid(kept, k):
+        if kept["load_cores"] < IDLE_CORES or now > kept["load_cores"] - IDLE_CORES:
+            return {**kept, "reused": True, "loaded": kept["load_cores"] >= IDLE_CORES}
+    else:
+        kept = None
+    got = {"key": k, **measure(device), "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+           "load_cores": round(max(now, host_load_cores() if load_cores is None else now), 2)}
+    if kept is not None:
+        got = best(kept, got)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and not path.is_file():
+            path.unlink()  # not a file of ours (a FIFO): replaced, not waited on
         atomic_write_text(path, json.dumps(got, indent=1))
     except OSError:
-        pass  # a read-only temp folder: measured again by the next job, no worse than that
-    return {**got, "reused": False}
+        pass  # a read-only cache folder: measured again by the next job, no worse than that
+    return {**got, "reused": False, "loaded": got["load_cores"] >= IDLE_CORES}
+
+
+def host_load_cores(seconds: float = 0.3) -> float:
+    """Cores busy with work other than this process's (and its children's) over the next
+    `seconds`: tasks/host_load.py's reading; 0 where /proc cannot say."""
+    from tasks.host_load import HostLoad
+
+    load = HostLoad()
+    if not load.available:
+        return 0.0
+    load.enter("roofs")
+    time.sleep(seconds)
+    load.enter("done")
+    return float(load.report().get("roofs") or 0.0)
 
 
 def measure(device: str) -> dict:

@@ -59,6 +59,23 @@ def time_calls_synced(fn: Callable[[], object], n: int, device: str, calls_per_s
     return samples
 
 
+# The rounds of the measurement rounds_in_turn is taking, for the job's heartbeat
+# (tasks/phases_compile.heartbeat_line): a long phase says what it has done and what is left.
+ROUNDS: dict = {}
+
+
+def rounds_progress() -> str:
+    """"rounds 7 and 3 of at least 5 each, 6 of 8 s" while rounds_in_turn runs, else ""."""
+    if not ROUNDS:
+        return ""
+    counts = [len(v) for v in ROUNDS["taken"].values()]
+    done = ", ".join(f"{n}" for n in counts)
+    elapsed = ROUNDS["clock"]() - ROUNDS["t0"]
+    return (f"rounds taken {done} ({', '.join(ROUNDS['taken'])}), each to take at least {ROUNDS['min']} and "
+            f"{ROUNDS['span_s']:g} s in all (at most {ROUNDS['max']}); {min(elapsed, ROUNDS['span_s']):.0f} of "
+            f"{ROUNDS['span_s']:g} s so far")
+
+
 def rounds_in_turn(rounds: dict[str, Callable[[], object]], min_rounds: int, max_rounds: int, span_s: float,
                    clock: Callable[[], float] = time.perf_counter) -> tuple[dict[str, list], dict[str, Exception]]:
     """Take rounds of several measurements in turn (one round of each, then again) until
@@ -77,6 +94,8 @@ def rounds_in_turn(rounds: dict[str, Callable[[], object]], min_rounds: int, max
     taken: dict[str, list] = {name: [] for name in rounds}
     failed: dict[str, Exception] = {}
     t0 = clock()
+    ROUNDS.clear()
+    ROUNDS.update(taken=taken, min=min_rounds, max=max_rounds, span_s=span_s, t0=t0, clock=clock)
 
     def wants_more(name: str) -> bool:
         n = len(taken[name])
@@ -89,6 +108,7 @@ def rounds_in_turn(rounds: dict[str, Callable[[], object]], min_rounds: int, max
                     taken[name].append(one_round())
                 except Exception as e:  # noqa: BLE001 - one module's failure is noted, not fatal
                     failed[name] = e
+    ROUNDS.clear()
     return taken, failed
 
 

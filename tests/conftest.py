@@ -28,6 +28,8 @@ def _own_autotune_store(tmp_path_factory):
     for key, name in (("SWEEPER_AUTOTUNE_STORE", "autotune_store"), ("SWEEPER_COMPILE_STORE", "compile_store"),
                       # and the host's instruction-set probes (tasks/cpu_libraries.py)
                       ("SWEEPER_CPU_PROBES", "cpu_probes"),
+                      # and the device's roofs, measured by the run's first job (not the user's own)
+                      ("SWEEPER_ROOFS", "roofs"),
                       # and the launcher's scratch folder: not the machine's /tmp/sweeper-scratch,
                       # where the sweeps of another test run (or of a user) run at the same time
                       ("SWEEPER_SCRATCH", "scratch")):
@@ -121,6 +123,7 @@ def chromium() -> str:
 LONGEST_FIRST = ["test_autotune_partial.py", "test_ray_launcher.py", "test_history.py", "test_compile_store.py",
                  "test_builds.py", "test_job_cpu.py", "test_packing.py", "test_autotune_store.py", "test_validate.py",
                  "test_storage.py", "test_kernel_configs.py", "test_autotune_cancelled.py", "test_spare_gpus.py",
+                 "test_attribution_check.py",
                  "test_report_scale.py", "test_hta.py", "test_faults_round4.py", "test_bad_summaries.py",
                  "test_gpu_lease.py", "test_report.py", "test_full_disk.py"]
 

@@ -32,12 +32,16 @@ def test_dynamo_module_paths_read_as_named_modules_spells_them():
 def test_a_tag_reads_back_with_its_node_and_the_stacks_innermost_frame():
     s = stack("timm/models/resnet.py", 153, "x = self.bn2(x)", "backward", "L['self'].layer4[0].bn2",
               "BatchNorm2d", "native_batch_norm_backward_3")
-    assert ls.read_tags(s) == [(ls.Layer("layer4.0.bn2", "BatchNorm2d", "backward"), "native_batch_norm_backward_3",
-                                None)]
+    assert ls.read_tags(s) == [ls.Tag(ls.Layer("layer4.0.bn2", "BatchNorm2d", "backward"), "native_batch_norm_backward_3")]
     # a matmul's tag carries its work, and reads back
     w = ls.Work(2 * 64 * 512 * 1000, 2 * (64 * 512 + 512 * 1000 + 64 * 1000), "float16")
-    tagged = ls.tag_line("forward", "L['self'].fc", "Linear", "addmm", w)
-    assert ls.read_tags(tagged) == [(ls.Layer("fc", "Linear", "forward"), "addmm", w)]
+    tagged = ls.tag_line("forward", "L['self'].fc", "Linear", "addmm", w, elems=512000, op="addmm")
+    assert ls.read_tags(tagged) == [ls.Tag(ls.Layer("fc", "Linear", "forward"), "addmm", w, 512000.0, op="addmm")]
+    # a graph-wide constant and a node of no module: their flags read back; neither weighs
+    const = ls.read_tags(ls.tag_line("backward", "L['self'].act", "ReLU", "full_default_5", elems=1, const=True))[0]
+    loss = ls.read_tags(ls.tag_line("forward", None, None, "amax", elems=2000))[0]
+    assert const.const and const.weight == 0 and loss.layer is None and loss.weight == 2000
+    assert ls.read_tags(ls.tag_line("forward", None, None, "view_1", elems=9, view=True))[0].weight == 0
     assert ls.innermost_frame(s) == ("timm/models/resnet.py", 153, "x = self.bn2(x)")
     assert ls.computes("convolution_backward_3", "convolution_backward")
     assert not ls.computes("convolution_backward_3", "convolution") and ls.computes("mm", "mm")
@@ -110,7 +114,7 @@ def test_a_gemm_under_a_convolution_goes_to_it_and_a_memset_with_no_extern_call_
     placed = at.attribute_events(events, [sites], runs=1)
     rows = {r["module"]: r["device_ms"] for r in at.summary(placed)["rows"]}
     assert rows["pw"] == pytest.approx(0.035)
-    assert placed.unattributed == pytest.approx({at.NO_SITE: 0.002})
+    assert placed.unattributed[at.NO_SITE] == pytest.approx(0.002)
     # a convolution's kernel never goes to an mm call
     mm = ls.Site("extern_kernels.mm", 9, True)
     assert not at.compatible(k("sm90_xmma_dgrad_implicit_gemm", 0, 1), mm)
@@ -169,6 +173,133 @@ def test_the_summary_is_scaled_to_the_breakdown_and_fills_the_kernel_columns():
     assert breakdown["kernels"][0]["model_source"] == "m.py:10"
     assert breakdown["kernels"][1]["model_modules"] == ["bn (BatchNorm2d, forward)", "act (ReLU, forward)"]
     assert breakdown["kernels"][2]["model_modules"] is None
+
+
+def tagged(file_line: int, code: str, pass_: str, path: str | None, cls: str | None, node: str, **tag) -> str:
+    return (f'  File "/venv/lib/python3.12/site-packages/timm/models/resnet.py", line {file_line}, in forward\n'
+            f'    {code}\n' + ls.tag_line(pass_, path, cls, node, **tag))
+
+
+BACKWARD = """
+def call(self, args):
+        # [Provenance debug handles] cpp_fused_native_batch_norm_backward_threshold_backward_convolution_backward_0:1
+        cpp_fused_0(buf0)
+        # Topologically Sorted Source Nodes: [mul_1, convolution_backward], Original ATen: [aten.convolution_backward]
+        # [Provenance debug handles] torch.ops.aten.convolution_backward.default:2
+        buf1 = torch.ops.aten.convolution_backward.default(buf0)
+        # Topologically Sorted Source Nodes: [convolution_backward_1], Original ATen: [aten.convolution_backward]
+        # [Provenance debug handles] torch.ops.aten.convolution_backward.default:3
+        buf2 = torch.ops.aten.convolution_backward.default(buf0)
+        # [Provenance debug handles] cpp_fused_threshold_backward_1:4
+        cpp_fused_1(buf2)
+"""
+
+BACKWARD_STACKS = {
+    # ReLU-then-batch-norm backward of layer4.0, feeding the two convolutions' backward; its
+    # origins also list the graph's one `0` of every ReLU backward (made first by the
+    # model's last ReLU) and the convolution_backward it feeds
+    "cpp_fused_native_batch_norm_backward_threshold_backward_convolution_backward_0:1": [
+        tagged(150, "x = self.act2(x)", "backward", "L['self'].layer4[1].act2", "ReLU", "full_default_5", elems=1,
+               const=True),
+        tagged(144, "x = self.act1(x)", "backward", "L['self'].layer4[0].act1", "ReLU", "where_3", elems=8192),
+        tagged(145, "x = self.bn1(x)", "backward", "L['self'].layer4[0].bn1", "BatchNorm2d", "mul_1", elems=8192),
+        tagged(145, "x = self.bn1(x)", "backward", "L['self'].layer4[0].bn1", "BatchNorm2d", "sum_2", elems=8192),
+        tagged(145, "x = self.bn1(x)", "backward", "L['self'].layer4[0].bn1", "BatchNorm2d", "view_3", elems=8192,
+               view=True),
+        tagged(146, "x = self.conv1(x)", "backward", "L['self'].layer4[0].conv1", "Conv2d", "convolution_backward")],
+    "torch.ops.aten.convolution_backward.default:2": [
+        tagged(146, "x = self.conv1(x)", "backward", "L['self'].layer4[0].conv1", "Conv2d", "convolution_backward"),
+        tagged(145, "x = self.bn1(x)", "backward", "L['self'].layer4[0].bn1", "BatchNorm2d", "mul_1")],
+    "torch.ops.aten.convolution_backward.default:3": [
+        tagged(162, "shortcut = self.downsample(x)", "backward", "L['self'].layer4[0].downsample[0]", "Conv2d",
+               "convolution_backward_1")],
+    # the weight-gradient cast of layer3's conv (a small node) fused with a large loss-side
+    # node of no module
+    "cpp_fused_threshold_backward_1:4": [
+        tagged(146, "x = self.conv1(x)", "backward", "L['self'].layer3[1].conv1", "Conv2d", "convert_element_type_9",
+               elems=100),
+        tagged(777, "x = self.act1(x)", "backward", "L['self'].act1", "ReLU", "where_9", elems=9900),
+        tagged(10, "loss = f(x)", "backward", None, None, "add_7", elems=10000)],
+}
+
+
+def test_a_generated_kernel_names_only_the_modules_of_the_nodes_it_computes():
+    """resnet18's layer4.1.act2 was named in every ReLU-backward kernel (the graph's one
+    `0`, made by its backward first); a kernel making a convolution's input named that
+    convolution too. Neither computes a node of those modules."""
+    sites = ls.sites_of(BACKWARD, BACKWARD_STACKS)
+    fused = sites[0]
+    assert [la.path for la in fused.layers] == ["layer4.0.bn1", "layer4.0.act1"]  # heaviest first
+    assert fused.layer_shares() == pytest.approx((2 / 3, 1 / 3))  # by elements; the view weighs nothing
+    assert fused.sources[0] == "timm/models/resnet.py:145" and fused.layer_sources == ("timm/models/resnet.py:145",
+                                                                                         "timm/models/resnet.py:144")
+    # an extern call keeps its own node only
+    assert [la.path for la in sites[1].layers] == ["layer4.0.conv1"]
+    # the share of a node of no module is not given to the modules beside it
+    last = sites[3]
+    assert [la.path for la in last.layers] == ["act1", "layer3.1.conv1"]
+    assert last.layer_shares() == pytest.approx((0.495, 0.005))
+    events = [k("graph_0_cpp_fused_threshold_backward_1", 0, 1000, "cpu_op")]
+    placed = at.attribute_events(events, [sites], runs=1)
+    assert placed.unattributed == pytest.approx({at.NO_MODULE: 0.5})
+    rows = {r["module"]: r for r in at.summary(placed)["rows"]}
+    assert rows["layer3.1.conv1"]["device_ms"] == pytest.approx(0.005)
+    assert rows["layer3.1.conv1"]["launches"] == pytest.approx(0.005)
+
+
+def test_adjacent_library_calls_get_their_own_times():
+    """resnet18's layer4.0.downsample.0 and layer4.0.conv1 backward, one after the other
+    with no generated kernel between: on a CPU each op is its own call, in call order."""
+    sites = ls.sites_of(BACKWARD, BACKWARD_STACKS)
+    events = [k("graph_0_cpp_fused_native_batch_norm_backward_threshold_backward_convolution_backward_0", 0, 10, "cpu_op"),
+              k("aten::convolution_backward", 10, 64500, "cpu_op"), k("aten::convolution_backward", 64600, 370, "cpu_op"),
+              k("graph_0_cpp_fused_threshold_backward_1", 65000, 10, "cpu_op")]
+    placed = at.attribute_events(events, [sites], runs=1)
+    rows = {r["module"]: r["device_ms"] for r in at.summary(placed)["rows"] if r["category"] != "cpp_kernel"}
+    assert rows == pytest.approx({"layer4.0.conv1": 64.5, "layer4.0.downsample.0": 0.37})
+    assert placed.how[at.BY_LINK] == pytest.approx(64.87)
+
+
+def test_a_gpus_library_kernels_go_to_the_call_that_launched_them():
+    sites = ls.sites_of(BACKWARD, BACKWARD_STACKS)
+    bn = k("cpp_fused_native_batch_norm_backward_threshold_backward_convolution_backward_0", 0, 10)
+    relu = k("cpp_fused_threshold_backward_1", 1000, 10)
+    gap = [k("dgrad2d_c1_k1_nhwc", 10, 300), k("wgrad2d_c1_k1_nhwc", 310, 200), k("Memset (Device)", 510, 1, "gpu_memset"),
+           k("sm90_xmma_dgrad_implicit_gemm", 511, 30), k("sm80_xmma_wgrad_implicit_gemm", 541, 9)]
+    conv1, down = ("aten::convolution_backward", 5.0), ("aten::convolution_backward", 9.0)
+    # linked: each kernel to the op that launched it (here the memset is the second call's)
+    linked = at.attribute_events([bn, *gap, relu], [sites], 1, links=[None, conv1, conv1, down, down, down, None])
+    rows = mr.rollup(at.summary(linked)["rows"])
+    assert rows[("layer4.0.conv1", "backward")] == pytest.approx(0.5)
+    assert rows[("layer4.0.downsample.0", "backward")] == pytest.approx(0.04)
+    # without links: two main kernels a call, cut in call order (the memset with the kernel before it)
+    by_kind = at.attribute_events([bn, *gap, relu], [sites], 1)
+    assert by_kind.how[at.BY_KIND] == pytest.approx(0.54)
+    rows = mr.rollup(at.summary(by_kind)["rows"])
+    assert rows[("layer4.0.conv1", "backward")] == pytest.approx(0.501)
+    assert rows[("layer4.0.downsample.0", "backward")] == pytest.approx(0.039)
+    # three main kernels for two calls: nothing tells them apart, they are shared and said so
+    odd = at.attribute_events([bn, *gap[:4], relu], [sites], 1)
+    assert odd.how[at.BY_ORDER_SHARED] == pytest.approx(0.531)
+    # a kernel whose op is no call of the gap (a zero_ between two calls) goes nowhere
+    fill = k("void at::native::vectorized_elementwise_kernel<fill>", 505, 2)
+    placed = at.attribute_events([bn, gap[0], fill, gap[3], relu], [sites], 1,
+                                 links=[None, conv1, ("aten::zero_", 7.0), down, None])
+    assert placed.unattributed[at.NO_SITE] == pytest.approx(0.002)
+
+
+def test_a_library_kernels_line_is_its_costliest_sites():
+    """One cuDNN kernel launched by two convolutions: the kernel table's line is the one
+    of the call that spent the most on it, not the first."""
+    sites = ls.sites_of(BACKWARD, BACKWARD_STACKS)
+    events = [k("graph_0_cpp_fused_native_batch_norm_backward_threshold_backward_convolution_backward_0", 0, 10, "cpu_op"),
+              k("aten::convolution_backward", 10, 100, "cpu_op"), k("aten::convolution_backward", 110, 900, "cpu_op"),
+              k("graph_0_cpp_fused_threshold_backward_1", 1100, 10, "cpu_op")]
+    placed = at.attribute_events(events, [sites], runs=1)
+    rows = [{"name": "aten::convolution_backward"}]
+    at.kernel_columns(placed, rows)
+    assert rows[0]["model_source"] == "timm/models/resnet.py:162"
+    assert rows[0]["model_modules"] == ["layer4.0.downsample.0 (Conv2d, backward)", "layer4.0.conv1 (Conv2d, backward)"]
 
 
 BREAK = """Graph break in user code at /work/tests/net.py:31

@@ -253,3 +253,38 @@ def test_host_timed_breakdown_is_scaled_to_the_unprofiled_run_and_a_gpu_one_is_n
     # to its fourth digit (rounded to 4 decimals, 0.0323 put them 0.16% off)
     slow = breakdown(ops, runs=1, span=(0.0, 100_000.0), wall_ms=3.2345, host_timed=True)
     assert slow["device_ms"] == pytest.approx(slow["device_ms_profiled"] * slow["profiled_scale"], rel=1e-3)
+
+
+def test_one_preempted_call_among_five_does_not_rank_a_kernel_first():
+    """On a loaded host one profiled step can be preempted inside an op: five steps of a
+    squeeze-excite convolution took 133.25, 0.04, 0.04, 85.88 and 0.04 ms. Its mean (43.85
+    ms) would rank it first; its typical step's time is 0.04 ms, and the two steps are
+    counted as outliers. The launch ranking of what is left to win uses the typical time."""
+    from sweeper.analysis import attribution as at
+    from sweeper.analysis import launch_sites as ls
+    from sweeper.analysis import roofline as rl
+
+    se = [133.25, 0.04, 0.04, 85.88, 0.04]
+    events, t = [], 0.0
+    for run in range(5):  # each step: the squeeze-excite conv, then a 1 ms convolution
+        events.append(tr.Interval("aten::convolution", "cpu_op", t, se[run] * 1000))
+        t += se[run] * 1000
+        events.append(tr.Interval("aten::mkldnn_convolution", "cpu_op", t, 1000.0))
+        t += 2000
+    ranges = [(0.0, 1.0)]  # not one a run: the runs are told by count
+    run_of = tr.run_index(events, 5, ranges)
+    assert run_of == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    b = bd.breakdown(events, runs=5, run_of=run_of)
+    first, second = b["kernels"]
+    assert first["name"] == "aten::mkldnn_convolution" and first["typical_ms"] == pytest.approx(1.0)
+    assert second["typical_ms"] == pytest.approx(0.04) and second["outlier_runs"] == 2
+    assert second["device_ms"] == pytest.approx(sum(se) / 5)  # the mean stays, beside it
+    se_site = ls.Site("extern_kernels.convolution", 1, True, layers=(ls.Layer("blocks.1.se.conv_reduce", "Conv2d", "forward"),),
+                      work=ls.Work(76800, 1e4, "float32"))
+    conv = ls.Site("extern_kernels.convolution", 2, True, layers=(ls.Layer("conv_head", "Conv2d", "forward"),),
+                   work=ls.Work(1e9, 1e6, "float32"))
+    placed = at.Placed(runs=5, event_sites=[((se_site, 1.0),), ((conv, 1.0),)] * 5, run_of=run_of)
+    rows = rl.launch_rows(events, placed, {}, {"copy_gbps": 10.0, "matmul_tflops": {"float32": 2.0}, "key": {}})
+    assert [r["site"] for r in rows] == ["extern_kernels.convolution:2", "extern_kernels.convolution:1"]
+    assert rows[1]["typical_ms"] == pytest.approx(0.04) and rows[1]["outlier_runs"] == 2
+    assert rows[1]["device_ms"] == pytest.approx(sum(se) / 5)

@@ -87,6 +87,18 @@ def _sweeper(*args):
                           timeout=120)
 
 
+@pytest.mark.parametrize("args", [["-m", "sweeper", "--help"], ["-m", "sweeper", "--cfg", "job"],
+                                  ["-m", "sweeper.history", "--help"], ["-m", "sweeper.store", "--help"]])
+def test_a_reader_that_stops_early_ends_the_command_quietly(args):
+    """`sweeper --help | head` ended in a BrokenPipeError traceback: a closed pipe ends the
+    command quietly (exit code 1, Python's own advice), nothing on stderr."""
+    proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the first line
+    _, err = proc.communicate(timeout=120)
+    assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()[-2000:]
+    assert proc.returncode in (0, 1)
+
+
 def test_help_lists_every_declared_key_with_its_values_default_and_meaning():
     import dataclasses
 

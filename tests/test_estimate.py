@@ -51,3 +51,40 @@ def test_an_override_that_sets_the_default_is_the_default_job():
     assert estimate.job_identity(["batch_size=2"]) == "batch_size=2"  # the CPU default, but not the declared one
     # a chosen config group may set another model: model=resnet18 then says something
     assert estimate.job_identity(["+sweep=nightly", "model=resnet18"]) == "+sweep=nightly model=resnet18"
+
+
+def _sweep_with_record(folder: Path, seconds: float) -> None:
+    import json
+
+    (folder / "0").mkdir(parents=True)
+    (folder / "summary.json").write_text(json.dumps({"complete": True, "started_at": "2026-12-01T06:00:00",
+                                                     "jobs": [{"num": 0, "overrides": [], "status": "ok"}]}))
+    (folder / "0" / "result.json").write_text(json.dumps({"status": "ok", "job": {"overrides": [], "duration_s": seconds},
+                                                          "environment": {"gpu": None}}))
+
+
+def test_a_sweep_folder_of_ones_own_naming_reads_the_sweeps_beside_it_and_no_other_users():
+    """A dry run into /tmp/x read every sweep two levels under / (other users' in /tmp
+    among them): a folder of one's own naming has its earlier sweeps beside it, and only
+    this user's are read (test below)."""
+    assert estimate.earlier_sweeps_root(Path("/tmp/x")) == (Path("/tmp"), 1)
+    assert estimate.earlier_sweeps_root(Path("outputs/2026-12-01/06-00-00")) == (Path("outputs"), 2)
+    assert estimate.earlier_sweeps_root(Path("outputs/nightly/2026-12-01")) == (Path("outputs"), 2)
+
+
+def test_only_this_users_earlier_sweeps_count(tmp_path, monkeypatch):
+    import os
+
+    from sweeper.reporting import sweeps
+
+    monkeypatch.setattr(sweeps, "sweep_state", lambda sweep: (True, ""))
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    _sweep_with_record(mine, 100.0)
+    _sweep_with_record(theirs, 900.0)
+    found, read = estimate.earlier_durations(tmp_path, {""}, None, depth=1)
+    assert found in ({"": 100.0}, {"": 900.0})  # both this user's: the newest of either
+    if hasattr(os, "getuid"):
+        assert estimate._own(mine / "summary.json")  # written by this process: this user's
+    monkeypatch.setattr(estimate, "_own", lambda path: path.parent.name == "mine")  # theirs: another user's
+    found, read = estimate.earlier_durations(tmp_path, {""}, None, depth=1)
+    assert found == {"": 100.0}

@@ -75,3 +75,23 @@ def test_busy_while_measuring_and_the_report_note():
     notes = busy_host_notes(jobs)
     assert len(notes) == 1 and "#1 (2.5 cores)" in notes[0] and "#0" not in notes[0]
     assert busy_host_notes(jobs.assign(host_busy_cores=[0.1, 0.2, None])) == []
+
+
+def test_a_long_module_timing_says_how_many_rounds_are_taken_and_what_is_left():
+    """The demo on a loaded host sat minutes in time_modules saying only "still in phase
+    time_modules: N s": the heartbeat now says the rounds taken and what is left."""
+    from tasks.phases_compile import heartbeat_line
+    from tasks.timing import rounds_in_turn
+
+    now = [0.0]
+    said = []
+
+    def one_round():
+        now[0] += 1.0
+        said.append(heartbeat_line("time_modules", now[0]))
+        return now[0]
+
+    rounds_in_turn({"forward_0": one_round, "backward_1": one_round}, 3, 10, 4.0, clock=lambda: now[0])
+    assert "rounds taken 0, 0 (forward_0, backward_1), each to take at least 3 and 4 s in all (at most 10)" in said[0]
+    assert "rounds taken 2, 1" in said[3]
+    assert heartbeat_line("time_modules", 99.0) == "still in phase time_modules: 99 s"  # done: no stale rounds

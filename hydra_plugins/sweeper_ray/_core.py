@@ -131,8 +131,8 @@ def expected_time(conf: LauncherSettings, jobs: list[Job], sweep_dir: Path, slot
     from sweeper.sweep import estimate
 
     gpu = None if conf.cluster_address else (local_gpu_name(jobs) or "")  # "": this machine's CPU
-    # outputs/DATE/TIME, outputs/nightly/DATE: every earlier sweep lies under outputs/
-    return estimate.expected({j.num: j.overrides for j in jobs}, sweep_dir.parent.parent, gpu, slots)
+    root, depth = estimate.earlier_sweeps_root(sweep_dir)  # outputs/ for outputs/DATE/TIME; beside /tmp/x for /tmp/x
+    return estimate.expected({j.num: j.overrides for j in jobs}, root, gpu, slots, depth)
 
 
 def check_settings(conf) -> None:

@@ -14,8 +14,13 @@ What torch says, and how it gets here:
   ``# [Provenance debug handles] <kernel>:<handle>`` (launch_sites.py). Triton and C++ kernels
   are found in a trace by their unique names; a library kernel (cuDNN, cuBLAS, oneDNN)
   launched by an extern call (``extern_kernels.convolution``, ``aten.convolution_backward``)
-  has a vendor name, and is placed by the order of launches: it belongs to an extern call
-  between the compiled kernels that ran just before and just after it (attribute_events).
+  has a vendor name: it belongs to an extern call between the compiled kernels that ran
+  just before and just after it (attribute_events). Where several extern calls lie there,
+  each kernel goes to the call that launched it: the op the profiler links it to (a CPU
+  trace's op is the call itself; a GPU kernel's launch links by its correlation id to the
+  ATen op around it, where the job traced one: kernel_links), the n-th such op to the n-th
+  call; without a link, the kernels are cut in call order where their kinds say how
+  (segment_by_kind), and only else shared.
 
 What cannot be placed is counted by reason, never guessed from a name alone.
 """
@@ -35,7 +40,9 @@ from sweeper.analysis.trace import Interval
 # How a kernel's time was placed, most direct first (the record keeps the ms of each).
 BY_NAME = "provenance (kernel name)"  # a Triton or C++ kernel: its launch site by its unique name
 BY_ORDER = "provenance (extern call, launch order)"  # a library kernel: the one extern call between its neighbours
-BY_ORDER_SHARED = "provenance (extern calls, launch order, split)"  # between several compatible extern calls
+BY_LINK = "provenance (extern calls, the profiler's link to the op)"  # among several: the op that launched it
+BY_KIND = "provenance (extern calls, launch order by kernel kind)"  # among several, no link: cut in call order
+BY_ORDER_SHARED = "provenance (extern calls, launch order, split)"  # among several, nothing tells them apart
 
 # Why a kernel's time was not placed.
 OUTSIDE = "outside compiled graphs"  # eager code between graphs (the loss, autograd's seed)
@@ -59,6 +66,7 @@ class Placed:
     # kernel name -> layer label -> ms per run (for the kernel tables' columns)
     by_kernel: dict[str, dict[str, float]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # kernel name -> its costliest site's source line
+    source_ms: dict[str, dict[str, float]] = field(default_factory=dict)  # kernel name -> source line -> ms
     aten: dict[str, tuple[str, ...]] = field(default_factory=dict)  # kernel name -> its first site's ATen ops
     kernel_how: dict[str, str] = field(default_factory=dict)  # kernel name -> how it was first placed
     how: dict[str, float] = field(default_factory=dict)  # method -> ms per run
@@ -70,6 +78,7 @@ class Placed:
     # each (none where unplaced); and the factor model_code() scaled its times by
     event_sites: list[tuple[tuple[Site, float], ...]] = field(default_factory=list)
     scale: float = 1.0
+    run_of: list[int] | None = None  # per event, the profiled call it belongs to (trace.run_index)
 
 
 def event_kernel_name(name: str) -> str:
@@ -99,7 +108,7 @@ def compatible(event: Interval, site: Site) -> bool:
     return True
 
 
-def _fitting(event: Interval, gap: list[Site]) -> list[Site]:
+def _fitting(event: Interval, gap: Sequence[Site]) -> list[Site]:
     """The extern calls of a gap that can launch `event`; a GEMM goes to an mm call where
     the gap has one, rather than to a convolution beside it."""
     fits = [s for s in gap if compatible(event, s)]
@@ -109,7 +118,8 @@ def _fitting(event: Interval, gap: list[Site]) -> list[Site]:
     return fits
 
 
-def attribute_events(events: Sequence[Interval], modules: Sequence[Sequence[Site]], runs: int) -> Placed:
+def attribute_events(events: Sequence[Interval], modules: Sequence[Sequence[Site]], runs: int,
+                     links: Sequence[object | None] | None = None) -> Placed:
     """Place each profiled kernel (`events`, in start order, of `runs` profiled calls) on
     the launch sites of the compiled modules (`modules`, each its sites in call order).
 
@@ -117,7 +127,9 @@ def attribute_events(events: Sequence[Interval], modules: Sequence[Sequence[Site
     sites (Inductor reuses a kernel whose code is identical, so each launch does the same
     work), the site that continues the sequence of the kernel before it is taken, else
     the sites in turn. Every other kernel lies between two placed neighbours and goes to
-    the extern calls between their sites that can launch it."""
+    the extern calls between their sites that can launch it (place_gap). `links`: for
+    each event, the ATen op call that launched it (any value that tells one call from
+    another, as kernel_links gives), or None; a CPU trace's op event is its own link."""
     named: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for m, sites in enumerate(modules):
         for p, site in enumerate(sites):
@@ -149,23 +161,114 @@ def attribute_events(events: Sequence[Interval], modules: Sequence[Sequence[Site
     for i in range(len(anchors) - 1, -1, -1):
         cur = anchors[i] if anchors[i] is not None else cur
         nxt[i] = cur
-    for e, a, before, after in zip(events, anchors, prev, nxt):
-        ms = e.dur_us / 1000 / runs
-        placed.device_ms += ms
-        if a is not None:
-            _add(placed, e, [(modules[a[0]][a[1]], 1.0)], BY_NAME, ms)
+    i = 0
+    while i < len(events):
+        e, anchor = events[i], anchors[i]
+        if anchor is not None:
+            _add(placed, e, [(modules[anchor[0]][anchor[1]], 1.0)], BY_NAME, e.dur_us / 1000 / runs)
+            i += 1
             continue
-        gap = _extern_between(modules, before, after)
-        fits = _fitting(e, gap)
-        if not fits:
-            reason = OUTSIDE if _between_graphs(modules, before, after) else NO_SITE
-            placed.unattributed[reason] = placed.unattributed.get(reason, 0.0) + ms
-            placed.events.append((f"not placed: {reason}", None))
-            placed.event_sites.append(())
-            continue
-        share = 1.0 / len(fits)
-        _add(placed, e, [(s, share) for s in fits], BY_ORDER if len(fits) == 1 else BY_ORDER_SHARED, ms)
+        j = i  # the run of unnamed kernels between the same two named ones: one gap
+        while j < len(events) and anchors[j] is None:
+            j += 1
+        gap = _extern_between(modules, prev[i], nxt[i])
+        outside = _between_graphs(modules, prev[i], nxt[i])
+        own_links = [links[k] if links is not None else None for k in range(i, j)]
+        for e, got in zip(events[i:j], place_gap(events[i:j], gap, own_links)):
+            ms = e.dur_us / 1000 / runs
+            if got is None:
+                reason = OUTSIDE if outside else NO_SITE
+                placed.device_ms += ms
+                placed.unattributed[reason] = placed.unattributed.get(reason, 0.0) + ms
+                placed.events.append((f"not placed: {reason}", None))
+                placed.event_sites.append(())
+            else:
+                _add(placed, e, got[0], got[1], ms)
+        i = j
+    for name, by_line in placed.source_ms.items():  # a kernel's line: its costliest site's
+        placed.sources[name] = max(by_line.items(), key=lambda kv: kv[1])[0]
     return placed
+
+
+def place_gap(events: Sequence[Interval], gap: Sequence[Site],
+              links: Sequence[object | None]) -> list[tuple[list[tuple[Site, float]], str] | None]:
+    """Each kernel of one gap (the kernels between two named ones, in order) on the extern
+    calls of the gap (`gap`, in call order): ([(site, share)], how), or None where no call
+    can have launched it.
+
+    One fitting call: that one. Several: the calls run in order, and so do the ops that
+    launched the kernels, so the n-th op (a link; a CPU trace's op event is its own) goes to
+    the n-th call that can launch it, in order. Without links, segment_by_kind; and only
+    where neither tells, the fitting calls share the kernel."""
+    out: list[tuple[list[tuple[Site, float]], str] | None] = [None] * len(events)
+    fits = [_fitting(e, gap) for e in events]
+    ambiguous = [k for k, f in enumerate(fits) if len(f) > 1]
+    for k, f in enumerate(fits):
+        if len(f) == 1:
+            out[k] = ([(f[0], 1.0)], BY_ORDER)
+    if not ambiguous:
+        return out
+    op_of = [e if e.cat == "cpu_op" else link for e, link in zip(events, links)]
+    if all(op_of[k] is not None for k in ambiguous):
+        for k, site in _place_by_op(gap, op_of, ambiguous).items():
+            out[k] = ([(site, 1.0)], BY_LINK) if site is not None else None
+        return out
+    by_kind = segment_by_kind([events[k] for k in ambiguous], [s for s in gap if any(s in fits[k] for k in ambiguous)])
+    if by_kind is not None:
+        for k, site in zip(ambiguous, by_kind):
+            out[k] = ([(site, 1.0)], BY_KIND)
+        return out
+    for k in ambiguous:
+        out[k] = ([(s, 1.0 / len(fits[k])) for s in fits[k]], BY_ORDER_SHARED)
+    return out
+
+
+def _op_name(op: object) -> str | None:
+    """The ATen op of a link: a CPU trace's op event, or kernel_links' (name, start)."""
+    name = op.name if isinstance(op, Interval) else op[0] if isinstance(op, tuple) and op else None
+    return str(name).split("::")[-1] if name else None
+
+
+def _place_by_op(gap: Sequence[Site], op_of: Sequence[object | None], which: Sequence[int]) -> dict[int, Site | None]:
+    """The kernels `which` of a gap on its calls by the ops that launched them (hashable
+    values, one per op call): the ops in the order they ran, each on the next call of its
+    op (extern_kernels.convolution runs aten::convolution). A kernel whose op is no call of
+    the gap (a `zero_` between two calls) goes nowhere."""
+    site_of: dict[object, Site | None] = {}
+    cursor = 0
+    for k in which:
+        op = op_of[k]
+        if op in site_of:
+            continue
+        name = _op_name(op)
+        at = next((c for c in range(cursor, len(gap)) if extern_op(gap[c].kernel) == name), None)
+        site_of[op] = gap[at] if at is not None else None
+        if at is not None:
+            cursor = at + 1
+    return {k: site_of[op_of[k]] for k in which}
+
+
+def segment_by_kind(events: Sequence[Interval], calls: Sequence[Site]) -> list[Site] | None:
+    """Without a link, the kernels of several calls (in launch order) cut in call order
+    where their kinds say how: each call launches as many main kernels (a convolution's or
+    a GEMM's: fprop, dgrad, wgrad, gemm), so main kernel i goes to call i // (mains /
+    calls), and a helper kernel (a layout transform, a memset, a split-K reduction) to the
+    call of the main kernel before it (the first call's, before any). None where the main
+    kernels do not divide evenly among the calls, or a call cannot launch its kernels."""
+    if not calls:
+        return None
+    mains = [k for k, e in enumerate(events) if _CONV_NAME_RE.search(e.name) or _GEMM_NAME_RE.search(e.name)]
+    if not mains or len(mains) % len(calls):
+        return None
+    each = len(mains) // len(calls)
+    call_of_main = {k: calls[n // each] for n, k in enumerate(mains)}
+    out, current = [], calls[0]
+    for k, e in enumerate(events):
+        current = call_of_main.get(k, current)
+        if not compatible(e, current):
+            return None
+        out.append(current)
+    return out
 
 
 def _extern_between(modules: Sequence[Sequence[Site]], before: tuple[int, int] | None,
@@ -204,23 +307,31 @@ def _between_graphs(modules: Sequence[Sequence[Site]], before, after) -> bool:
 
 
 def _add(placed: Placed, e: Interval, sites: list[tuple[Site, float]], how: str, ms: float) -> None:
+    """One kernel's time on its sites, each site's on its layers by their shares of its
+    work (Site.layer_shares); what the layers leave (nodes of no module) is not placed."""
     category = categorize(e.name, e.cat)
     kernels = placed.by_kernel.setdefault(e.name, {})
+    placed.device_ms += ms
     for site, weight in sites:
+        shares = site.layer_shares()
+        on_layers = sum(shares)
+        rest = ms * weight * max(0.0, 1.0 - on_layers)
+        if rest > 1e-15:
+            placed.unattributed[NO_MODULE] = placed.unattributed.get(NO_MODULE, 0.0) + rest
         if not site.layers:
-            placed.unattributed[NO_MODULE] = placed.unattributed.get(NO_MODULE, 0.0) + ms * weight
             continue
-        placed.how[how] = placed.how.get(how, 0.0) + ms * weight
-        each = ms * weight / len(site.layers)  # a kernel that fuses several layers: its time split evenly
-        for layer, line in zip(site.layers, site.layer_sources or (None,) * len(site.layers)):
+        placed.how[how] = placed.how.get(how, 0.0) + ms * weight * on_layers
+        for layer, share, line in zip(site.layers, shares, site.layer_sources or (None,) * len(site.layers)):
             if line and (layer.path, layer.pass_) not in placed.layer_source:
                 placed.layer_source[(layer.path, layer.pass_)] = line
+            each = ms * weight * share
             row = placed.by_layer.setdefault((layer.path, layer.cls, layer.pass_, category), [0.0, 0.0])
             row[0] += each
-            row[1] += weight / placed.runs / len(site.layers)
+            row[1] += weight * share / placed.runs
             kernels[layer.label()] = kernels.get(layer.label(), 0.0) + each
-        if site.sources and e.name not in placed.sources:
-            placed.sources[e.name] = site.sources[0]
+        if site.sources:
+            by_line = placed.source_ms.setdefault(e.name, {})
+            by_line[site.sources[0]] = by_line.get(site.sources[0], 0.0) + ms * weight
         if site.aten_ops and e.name not in placed.aten:
             placed.aten[e.name] = site.aten_ops
         placed.kernel_how.setdefault(e.name, how)
@@ -267,13 +378,14 @@ def kernel_columns(placed: Placed, kernel_rows: Iterable[dict], top: int = 3) ->
         row["model_source"] = placed.sources.get(row["name"])
 
 
-def model_code(kernels: Sequence[Interval], modules: Sequence[Sequence[Site]], breakdown: dict) -> tuple[dict, Placed]:
+def model_code(kernels: Sequence[Interval], modules: Sequence[Sequence[Site]], breakdown: dict,
+               links: Sequence[object | None] | None = None) -> tuple[dict, Placed]:
     """One profile's attribution, in the breakdown's own terms: the breakdown's kernel
     rows gain their model columns in place (kernel_columns), and the returned summary's
     times are scaled to the breakdown's device time (a CPU breakdown scales its profiled
     times to the unprofiled run: breakdown.to_unprofiled). Returns the summary and the
     placement (its `events` label each kernel of `kernels`)."""
-    placed = attribute_events(kernels, modules, breakdown["runs"])
+    placed = attribute_events(kernels, modules, breakdown["runs"], links)
     scale = breakdown["device_ms"] / placed.device_ms if placed.device_ms else 1.0
     if scale != 1.0:
         for row in placed.by_layer.values():

@@ -94,6 +94,7 @@ def breakdown(
     wall_ms: float | None = None,
     busy_wall_ms: float | None = None,
     host_timed: bool = False,
+    run_of: list[int] | None = None,
 ) -> dict:
     """Per-category totals and the kernel table of `runs` profiled runs.
 
@@ -117,7 +118,7 @@ def breakdown(
     def pct_of_wall(ms: float) -> float | None:
         return ms / wall_ms * 100 if wall_ms else None
 
-    rows = kernel_rows(kernels, runs, device_ms, pct_of_wall)
+    rows = kernel_rows(kernels, runs, device_ms, pct_of_wall, run_of)
     ordered = category_totals(rows, device_ms, pct_of_wall)
     reference = {name: 0.0 for name in REFERENCE_CATEGORIES}
     for cat, c in ordered.items():
@@ -171,24 +172,38 @@ def to_unprofiled(result: dict, reference_ms: float | None, wall_ms: float | Non
     for row in [*result["kernels"], *result["categories"].values()]:
         row["device_ms"] *= scale
         row["pct_of_wall"] = pct(row["device_ms"])
+        if row.get("typical_ms") is not None:
+            row["typical_ms"] *= scale
     result["busy_pct_reference_style"] = pct(result["device_ms"])
     if result["busy_ms"] is not None:
         result["busy_ms"] *= scale
         result.update(busy_figures(result["busy_ms"], result["busy_wall_ms"]))
 
 
-def kernel_rows(kernels: list[Interval], runs: int, device_ms: float, pct_of_wall) -> list[dict]:
-    """One row per kernel name: its category, time and launches per run, shares; costliest first."""
+def kernel_rows(kernels: list[Interval], runs: int, device_ms: float, pct_of_wall,
+                run_of: list[int] | None = None) -> list[dict]:
+    """One row per kernel name: its category, time and launches per run, shares; with
+    `run_of`, its typical time (the median call's) and outlier calls. Costliest first, by
+    the typical time where there is one."""
+    from sweeper.analysis.trace import per_run, typical
+
     per_kernel: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for k in kernels:
-        per_kernel[(k.name, categorize(k.name, k.cat))].append(k.dur_us)
+    calls: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, k in enumerate(kernels):
+        key = (k.name, categorize(k.name, k.cat))
+        per_kernel[key].append(k.dur_us)
+        if run_of is not None:
+            calls[key].append(run_of[i])
     rows = []
     for (name, category), durs in per_kernel.items():
         ms = sum(durs) / 1000 / runs
-        rows.append({"name": name, "category": category, "device_ms": ms, "count": len(durs) / runs,
-                     "share_of_device_pct": ms / device_ms * 100 if device_ms else 0.0,
-                     "pct_of_wall": pct_of_wall(ms)})
-    rows.sort(key=lambda r: r["device_ms"], reverse=True)
+        row = {"name": name, "category": category, "device_ms": ms, "count": len(durs) / runs,
+               "share_of_device_pct": ms / device_ms * 100 if device_ms else 0.0,
+               "pct_of_wall": pct_of_wall(ms)}
+        if run_of is not None:
+            row["typical_ms"], row["outlier_runs"] = typical(per_run(durs, calls[(name, category)], runs))
+        rows.append(row)
+    rows.sort(key=lambda r: r.get("typical_ms", r["device_ms"]), reverse=True)
     return rows
 
 

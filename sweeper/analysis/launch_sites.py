@@ -14,6 +14,8 @@ from typing import Mapping, Sequence
 FORWARD, BACKWARD = "forward", "backward"
 
 TAG = "[sweeper module]"
+# a generated kernel's stored values (sweeper/torch_internals/kernel_stores.py)
+STORES = "[sweeper stores]"
 
 
 _HANDLE_RE = re.compile(r"^\s*# \[Provenance debug handles\] (\S+):(\d+)\s*$")
@@ -74,16 +76,47 @@ class Site:
     kernel: str  # triton_poi_fused_relu_3, cpp_fused_add_0, extern_kernels.convolution, ...
     handle: int
     extern: bool  # an extern call (library or ATen op), not a kernel Inductor generated
-    layers: tuple[Layer, ...] = ()
-    sources: tuple[str, ...] = ()  # "timm/models/resnet.py:153": each stack's innermost frame
-    layer_sources: tuple[str | None, ...] = ()  # the source line of each of `layers`
+    layers: tuple[Layer, ...] = ()  # heaviest first
+    sources: tuple[str, ...] = ()  # "timm/models/resnet.py:153": the innermost frame of its nodes, heaviest first
+    layer_sources: tuple[str | None, ...] = ()  # the source line of each of `layers` (its heaviest node's)
     fx_nodes: tuple[str, ...] = ()
     aten_ops: tuple[str, ...] = ()
     work: Work | None = None  # of the op an extern call or a Triton template computes
+    # each of `layers`' share of the site's work (its nodes' elements over all the nodes the
+    # site computes); what they leave of 1 is nodes of no model module. Empty: even shares.
+    shares: tuple[float, ...] = ()
 
     @property
     def key(self) -> str:
         return f"{self.kernel}:{self.handle}"
+
+    def layer_shares(self) -> tuple[float, ...]:
+        """Each layer's share of the site's time: by its nodes' work, else evenly."""
+        if self.shares and len(self.shares) == len(self.layers):
+            return self.shares
+        return tuple(1.0 / len(self.layers) for _ in self.layers) if self.layers else ()
+
+
+@dataclass(frozen=True)
+class Tag:
+    """One post-grad FX node as the tag pass described it (tasks/provenance.py)."""
+
+    layer: Layer | None  # None: a node of no model module (the loss, a layout copy)
+    node: str
+    work: Work | None = None
+    elems: float | None = None  # the elements it touches at most (tasks/node_work.node_elements)
+    const: bool = False  # reads no tensor: a graph-wide constant (full, scalar_tensor, iota)
+    view: bool = False  # only re-indexes a tensor
+    op: str | None = None  # its ATen op: "native_batch_norm_backward"
+    inputs: tuple[str, ...] = ()  # the FX nodes it reads
+
+    @property
+    def weight(self) -> float:
+        """Its share of a fused kernel's work: the elements it touches; none for a view or
+        a constant (a tag written before elements were tagged counts 1)."""
+        if self.const or self.view:
+            return 0.0
+        return float(self.elems) if self.elems is not None else 1.0
 
 
 def normalize_path(dynamo_path: str) -> str:
@@ -94,27 +127,60 @@ def normalize_path(dynamo_path: str) -> str:
     return path.strip(".")
 
 
-def tag_line(pass_: str, dynamo_path: str, cls: str, node: str, work: Work | None = None) -> str:
+def tag_line(pass_: str, dynamo_path: str | None, cls: str | None, node: str, work: Work | None = None,
+             elems: int | None = None, const: bool = False, view: bool = False, op: str | None = None,
+             inputs: tuple[str, ...] = ()) -> str:
     """The line tasks/provenance.py appends to a post-grad node's stack trace: the node's
-    pass, module and class, and its own name (an extern call's site lists the nodes fused
-    into its inputs too; the node named like its op is the one it computes); then, for an
-    op with a FLOP formula, its work."""
-    extra = f" {work.token()}" if work is not None else ""
-    return f"  {TAG} {pass_} {normalize_path(dynamo_path) or '.'} {cls} {node}{extra}\n"
+    pass, module and class ("-" for a node of no module), its own name (an extern call's
+    site lists the nodes fused into its inputs too; the node named like its op is the one it
+    computes), the elements it touches, whether it is a constant or a view, its op, the
+    nodes it reads, and for an op with a FLOP formula its work."""
+    path = "-" if dynamo_path is None else (normalize_path(dynamo_path) or ".")
+    extra = "".join([f" el={elems}" if elems is not None else "", " const" if const else "", " view" if view else "",
+                     f" op={op}" if op else "", f" in={','.join(inputs)}" if inputs else "",
+                     f" {work.token()}" if work is not None else ""])
+    return f"  {TAG} {pass_} {path} {cls or '-'} {node}{extra}\n"
 
 
-def read_tags(stack: str) -> list[tuple[Layer, str, Work | None]]:
-    """The (layer, FX node, work) tagged in one stack trace (read_tags(x + tag_line(...))
-    gives them back); tags written before work was tagged read with None."""
+def read_tags(stack: str) -> list[Tag]:
+    """The nodes tagged in one stack trace (read_tags(x + tag_line(...)) gives them back);
+    tags written before elements, flags or work were tagged read without them."""
     out = []
     for line in stack.splitlines():
         line = line.strip()
-        if line.startswith(TAG):
-            parts = line[len(TAG):].split()
-            if len(parts) in (4, 5):
-                pass_, path, cls, node = parts[:4]
-                work = Work.read(parts[4]) if len(parts) == 5 else None
-                out.append((Layer("" if path == "." else path, cls, pass_), node, work))
+        if not line.startswith(TAG):
+            continue
+        parts = line[len(TAG):].split()
+        if len(parts) < 4:
+            continue
+        pass_, path, cls, node = parts[:4]
+        fields: dict = {}
+        for token in parts[4:]:
+            if token.startswith("work="):
+                fields["work"] = Work.read(token)
+            elif token.startswith("el="):
+                try:
+                    fields["elems"] = float(token[3:])
+                except ValueError:
+                    pass
+            elif token.startswith("op="):
+                fields["op"] = token[3:]
+            elif token.startswith("in="):
+                fields["inputs"] = tuple(n for n in token[3:].split(",") if n)
+            elif token in ("const", "view"):
+                fields[token] = True
+        layer = None if path == "-" else Layer("" if path == "." else path, cls, pass_)
+        out.append(Tag(layer, node, **fields))
+    return out
+
+
+def read_stores(stack: str) -> list[str]:
+    """The node names of `[sweeper stores]` lines in one stack-trace string."""
+    out = []
+    for line in stack.splitlines():
+        line = line.strip()
+        if line.startswith(STORES):
+            out.extend(line[len(STORES):].split())
     return out
 
 
@@ -169,29 +235,90 @@ def is_extern(kernel: str) -> bool:
 
 def sites_of(wrapper_source: str, stacks: Mapping[str, Sequence[str]]) -> list[Site]:
     """One compiled module's launch sites in call order, each with the layers and source
-    lines its stack traces give (`stacks`: Inductor's kernel stack traces of this module,
-    "kernel:handle" -> stack strings)."""
-    out = []
+    lines of the nodes it computes (`stacks`: Inductor's kernel stack traces of this module,
+    "kernel:handle" -> stack strings, one a node of the kernel's origins).
+
+    Inductor's origins of a kernel are more than what it computes. An extern call's site
+    lists the nodes fused into its inputs: only its own op's node is kept. A generated
+    kernel computes what lies upstream of the values it stores (own_nodes): not the
+    extern call whose input it makes (Inductor lists it), not a graph-wide constant (one
+    `full` node serves every ReLU backward of the graph), not the chain behind a reduction
+    whose result it only reads. The kernel's time is then shared among the modules of the
+    nodes left, by the elements each node touches."""
+    raw: list[tuple[str, int, tuple[str, ...], tuple[str, ...], bool, list[tuple[Tag, str]], list[str]]] = []
     for kernel, handle, nodes, aten in launch_sites(wrapper_source):
-        extern = is_extern(kernel)
-        tagged = [(layer, node, stack, work) for stack in stacks.get(f"{kernel}:{handle}") or ()
-                  for layer, node, work in read_tags(stack)]
+        by_node: dict[str, tuple[Tag, str]] = {}
+        stored: list[str] = []
+        for stack in stacks.get(f"{kernel}:{handle}") or ():
+            stored += read_stores(stack)
+            for tag in read_tags(stack):
+                by_node.setdefault(tag.node, (tag, stack))
+        raw.append((kernel, handle, nodes, aten, is_extern(kernel), list(by_node.values()), stored))
+    extern_nodes = {t.node for kernel, _, _, _, extern, tagged, _ in raw if extern
+                    for t, _ in tagged if computes(t.node, extern_op(kernel))}
+    out = []
+    for kernel, handle, nodes, aten, extern, tagged, stored in raw:
         if extern:  # the node the call computes, not those fused into its inputs
-            own = [t for t in tagged if computes(t[1], extern_op(kernel))]
-            tagged = own or tagged
-        layers: dict[Layer, str | None] = {}
-        sources: dict[str, None] = {}
-        for layer, _, stack, _ in tagged:
-            frame = innermost_frame(stack)
-            line = f"{frame[0]}:{frame[1]}" if frame else None
-            if line:
-                sources.setdefault(line, None)
-            if layers.get(layer) is None:
-                layers[layer] = line
-        out.append(Site(kernel, handle, extern, layers=tuple(layers), sources=tuple(sources), fx_nodes=nodes,
-                        aten_ops=aten, layer_sources=tuple(layers.values()),
-                        work=_site_work(tagged) if extern or kernel.startswith(TEMPLATE_PREFIX) else None))
+            own = [t for t in tagged if computes(t[0].node, extern_op(kernel))] or tagged
+        else:
+            own = own_nodes(tagged, stored, extern_nodes)
+        out.append(_site(kernel, handle, extern, nodes, aten, own))
     return out
+
+
+def own_nodes(tagged: list[tuple[Tag, str]], stored: Sequence[str], extern_nodes: set[str]) -> list[tuple[Tag, str]]:
+    """The nodes a generated kernel computes, of those its origins list: the values it
+    stores and what they are computed from among its origins (walking the tagged nodes'
+    inputs), leaving out nodes an extern call computes and graph-wide constants. Without
+    the stored values (a compile whose kernels were not read: kernel_stores), every origin
+    but those two kinds."""
+    candidates = {t.node: (t, stack) for t, stack in tagged if t.node not in extern_nodes and not t.const}
+    roots = [n for n in stored if n in candidates]
+    if not roots:
+        return list(candidates.values())
+    keep: set[str] = set()
+    todo = list(roots)
+    while todo:
+        n = todo.pop()
+        if n in keep or n not in candidates:
+            continue
+        keep.add(n)
+        todo.extend(candidates[n][0].inputs)
+    return [candidates[n] for n in candidates if n in keep]
+
+
+def _site(kernel: str, handle: int, extern: bool, nodes: tuple[str, ...], aten: tuple[str, ...],
+          own: list[tuple[Tag, str]]) -> Site:
+    """A launch site from the nodes it computes: its layers by their share of the nodes'
+    work (heaviest first), each layer's line its heaviest node's, and the site's lines by
+    the work of their nodes (the first: the line that does the most of it)."""
+    weights = [tag.weight for tag, _ in own]
+    if own and not any(weights):  # views or untagged sizes only: the nodes share evenly
+        weights = [1.0] * len(own)
+    total = sum(weights)
+    by_layer: dict[Layer, float] = {}
+    line_of: dict[Layer, tuple[float, str | None]] = {}
+    lines: dict[str, float] = {}
+    ops: dict[str, float] = {}
+    for (tag, stack), w in zip(own, weights):
+        frame = innermost_frame(stack)
+        line = f"{frame[0]}:{frame[1]}" if frame else None
+        if line:
+            lines[line] = lines.get(line, 0.0) + w
+        if tag.op:
+            ops[f"aten.{tag.op}"] = ops.get(f"aten.{tag.op}", 0.0) + w
+        if tag.layer is None:
+            continue
+        by_layer[tag.layer] = by_layer.get(tag.layer, 0.0) + w
+        if tag.layer not in line_of or (w > line_of[tag.layer][0] and line):
+            line_of[tag.layer] = (w, line or line_of.get(tag.layer, (0.0, None))[1])
+    layers = sorted(by_layer, key=lambda la: -by_layer[la])  # sorted() is stable: ties keep their order
+    return Site(kernel, handle, extern, layers=tuple(layers),
+                sources=tuple(sorted(lines, key=lambda ln: -lines[ln])),
+                layer_sources=tuple(line_of[la][1] for la in layers), fx_nodes=nodes,
+                aten_ops=aten or tuple(sorted(ops, key=lambda o: -ops[o])),
+                work=_site_work(own) if extern or kernel.startswith(TEMPLATE_PREFIX) else None,
+                shares=tuple(by_layer[la] / total for la in layers) if total else ())
 
 
 # A Triton template (max-autotune's matmul or convolution) computes its op; another generated
@@ -200,10 +327,10 @@ def sites_of(wrapper_source: str, stacks: Mapping[str, Sequence[str]]) -> list[S
 TEMPLATE_PREFIX = "triton_tem_"
 
 
-def _site_work(tagged: list) -> Work | None:
-    """The work of a launch site's tagged nodes, each node once (a node's stack trace may
-    be listed under several kernels): an extern call's own op, a template's matmul."""
-    works = {node: work for _, node, _, work in tagged if work is not None}
+def _site_work(own: list[tuple[Tag, str]]) -> Work | None:
+    """The work of a launch site's nodes, each node once: an extern call's own op, a
+    template's matmul."""
+    works = {tag.node: tag.work for tag, _ in own if tag.work is not None}
     if not works:
         return None
     nbytes = [w.bytes for w in works.values()]

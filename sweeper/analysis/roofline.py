@@ -12,7 +12,9 @@ counted as such, never given a bound.
 Roofs: the device's copy bandwidth (bytes read and written a second) and its dense matmul
 peak per dtype, measured on the device (tasks/roofs.py). A launch's bound is the time it
 would take at the roofs, max(bytes / bandwidth, FLOPs / peak of its dtype); its efficiency
-is bound / time; what is left to win is time - bound, a step.
+is bound / time; what is left to win is time - bound, a step. The time is a launch's typical
+one: the median of its profiled calls where the placement says which call each kernel ran
+in (one call preempted on a loaded host does not rank a launch first); the mean beside it.
 """
 
 from __future__ import annotations
@@ -87,15 +89,19 @@ def launch_rows(kernels: Sequence[Interval], placed: Placed, work_by_kernel: Map
     (a cuDNN convolution's layout transforms, a backward's two gradients) is one site: its
     kernels' times add up against its op's work. Events not placed on a site are left to
     summary()."""
+    from sweeper.analysis.trace import typical
+
     by_site: dict[int, dict] = {}
-    for e, sites in zip(kernels, placed.event_sites):
+    for i, (e, sites) in enumerate(zip(kernels, placed.event_sites)):
         ms = e.dur_us / 1000 / placed.runs * placed.scale
         for placed_on, weight in sites:
             row = by_site.setdefault(id(placed_on), {"site": placed_on, "ms": 0.0, "events": 0.0,
-                                                     "kernels": defaultdict(float)})
+                                                     "kernels": defaultdict(float), "calls": [0.0] * placed.runs})
             row["ms"] += ms * weight
             row["events"] += weight / placed.runs
             row["kernels"][(e.name, categorize(e.name, e.cat))] += ms * weight
+            if placed.run_of is not None:
+                row["calls"][placed.run_of[i]] += ms * placed.runs * weight
     rows = []
     for got in by_site.values():
         site: Site = got["site"]
@@ -107,11 +113,14 @@ def launch_rows(kernels: Sequence[Interval], placed: Placed, work_by_kernel: Map
                   else site.work.bytes if site.work and site.work.bytes is not None else None)
         dtype = peak_dtype(site.work.dtype, site.kernel, roofs) if site.work else None
         bound, by = bound_ms(flops, nbytes, dtype, roofs)
-        ms = got["ms"]
+        # the typical call's time (its median), so that one preempted call does not rank a
+        # launch first; the mean stays in device_ms, with the outlier calls counted
+        ms, outliers = typical(got["calls"]) if placed.run_of is not None else (got["ms"], None)
         rows.append({
             "kernel": top, "kernels": len(got["kernels"]), "category": category, "site": site.key,
             "module": _site_label(site) or None, "source": site.sources[0] if site.sources else None,
-            "launches": round(got["events"], 3), "device_ms": ms, "flops": flops, "bytes": nbytes, "dtype": dtype,
+            "launches": round(got["events"], 3), "device_ms": got["ms"], "typical_ms": ms, "outlier_runs": outliers,
+            "flops": flops, "bytes": nbytes, "dtype": dtype,
             "work_from": BY_FORMULA if site.work else BY_INDUCTOR if meta_bytes is not None or meta_flops else None,
             "bound_ms": bound, "bound_by": by,
             "efficiency_pct": bound / ms * 100 if bound is not None and ms else None,
@@ -148,7 +157,7 @@ def summary(rows: Sequence[Mapping], device_ms: float, roofs: Mapping, top: int 
         "sites": len(rows),
         # faster than its bound: an estimate of bytes above what the kernel fetched (data still
         # in L2, a broadcast operand), or a compute roof below what the kernel reaches
-        "over_roof_sites": sum(1 for r in known if r["bound_ms"] > r["device_ms"]),
+        "over_roof_sites": sum(1 for r in known if r["bound_ms"] > r.get("typical_ms", r["device_ms"])),
         "by_category": {k: {n: round(v, 6) for n, v in c.items()} for k, c in sorted(by_category.items())},
         "rows": [dict(r) for r in rows[:top]],
     }

@@ -9,6 +9,7 @@ import pandas as pd
 
 from sweeper.reporting.figures import device_word
 from sweeper.reporting.html_parts import esc, fmt_num, fold_close, fold_open, short
+from sweeper.words import count
 
 
 def changed_section(cmp) -> list[str]:
@@ -51,12 +52,12 @@ def changed_sentence(flagged: int, judged: int, unjudged: int) -> str:
     """What the compare found, in one sentence that says what was judged and what was not."""
     total = judged + unjudged
     if not judged:
-        return f"0 of {total} jobs flagged: none could be judged, their noise hiding any change."
+        return f"0 of {count(total, 'job')} flagged: none could be judged, their noise hiding any change."
     not_judged = f"; {unjudged} could not be judged, their noise hiding any change" if unjudged else ""
     if flagged:
-        return (f"{flagged} of {total} jobs flagged (a change beyond their noise, or of their status), "
+        return (f"{flagged} of {count(total, 'job')} flagged (a change beyond their noise, or of their status), "
                 f"of {judged} judged{not_judged}.")
-    return f"0 of {total} jobs flagged: of the {judged} judged, none moved beyond its noise{not_judged}."
+    return f"0 of {count(total, 'job')} flagged: of the {judged} judged, none moved beyond its noise{not_judged}."
 
 
 def builds_section(builds, records: Mapping[int, Mapping[str, Any]], jobs: pd.DataFrame,
@@ -95,8 +96,8 @@ def compared_section(cmp, heading: str | None = None, intro: str | None = None, 
     kernel-level diff for each flagged job (for builds: for each pair)."""
     t = cmp.jobs
     intro = intro or (f"Against <code>{esc(cmp.old.path)}</code> (started {esc(cmp.old.started_at)}). {esc(rule_line(cmp))} "
-                      f"(docs/method.md, \"Comparing sweeps\"); {cmp.history_sweeps} complete sweeps of history. "
-                      f"{len(cmp.flagged)} of {int(t['status_old'].notna().sum())} jobs flagged.")
+                      f"(docs/method.md, \"Comparing sweeps\"); {count(cmp.history_sweeps, 'complete sweep')} of history. "
+                      f"{len(cmp.flagged)} of {count(int(t['status_old'].notna().sum()), 'job')} flagged.")
     out = [f"<h{level} id='{'compared' if table_id == 'comparison' else 'builds-' + esc(cmp.between[2])}'>"
            f"{esc(heading or 'Compared with ' + cmp.old.path.name)}</h{level}>",
            f"<p>{intro if heading is None else esc(intro)}</p>",

@@ -10,6 +10,7 @@ import pandas as pd
 from sweeper.analysis.module_rollup import modules_said
 from sweeper.analysis.regression import CANNOT_JUDGE, CANNOT_JUDGE_NOISE_PCT, FLAGGING, HOST
 from sweeper.reporting import sweeps as sw
+from sweeper.words import count
 
 
 def _f(x, fmt="{:+.1f}") -> str:
@@ -67,7 +68,7 @@ def compare_text(cmp: sw.Comparison, top: int = 10) -> str:
     counts = ", ".join(f"{int((v == k).sum())} {k}" for k in (*FLAGGING, HOST, "within noise", "unchanged", CANNOT_JUDGE))
     changed = int(v.str.startswith("status ").sum())
     lines = [title, rule_line(t, cmp.threshold_pct, hist), "",
-             f"{len(flagged)} of {len(both)} jobs flagged ({counts}; {changed} changed status)."]
+             f"{len(flagged)} of {count(len(both), 'job')} flagged ({counts}; {changed} changed status)."]
     for side, status in (("new", "status_new"), ("old", "status_old")):
         bad = t[t[status] == sw.UNREADABLE]
         if len(bad):
@@ -75,7 +76,7 @@ def compare_text(cmp: sw.Comparison, top: int = 10) -> str:
                          + "; ".join(f"{r['label']}: {r['why']}" for _, r in bad.iterrows()))
     unjudged = both[v == CANNOT_JUDGE]
     if len(unjudged):
-        lines.append(f"{len(unjudged)} jobs could not be judged: their noise is wider than ±{CANNOT_JUDGE_NOISE_PCT:g}% "
+        lines.append(f"{count(len(unjudged), 'job')} could not be judged: their noise is wider than ±{CANNOT_JUDGE_NOISE_PCT:g}% "
                      f"({', '.join(f'{lab} ±{n:.0f}%' for lab, n in zip(unjudged['label'], unjudged['noise_pct']))}); "
                      "neither a change nor its absence can be read from them, nor from their kernels")
     for what, name in (("new job", "new (not in the old sweep)"), ("gone", "gone (not in the new sweep)")):

@@ -34,6 +34,7 @@ from sweeper.analysis.categories import CATEGORIES, category_label
 from sweeper.reporting.finding import Finding, by_job, ms_text, number, ok_jobs, on_gpu, rows_of, short_name
 from sweeper.reporting.kernel_findings import autotune, layout_conversions, memory_bound
 from sweeper.reporting.pairs import one_key_pairs
+from sweeper.words import count
 
 LAUNCH_BUSY_PCT = 50.0
 LAUNCH_MIN_KERNELS = 200
@@ -156,7 +157,7 @@ def across_runs(jobs: pd.DataFrame) -> list[Finding]:
                            {"busy_pct": dict(zip(busy["label"], busy["busy_pct"]))}))
     elif len(busy) > BUSY_LISTED:  # too many to list: the spread, and the least busy by name
         low = busy.nsmallest(3, "busy_pct")
-        out.append(Finding("across_runs", "across jobs", f"{_dev(ok)} busy over {len(busy)} jobs: median "
+        out.append(Finding("across_runs", "across jobs", f"{_dev(ok)} busy over {count(len(busy), 'job')}: median "
                            f"{busy['busy_pct'].median():.0f}%, from {busy['busy_pct'].min():.0f}% to "
                            f"{busy['busy_pct'].max():.0f}%; the least busy: " + ", ".join(
                                f"{r['label']} {r['busy_pct']:.0f}%" for _, r in low.iterrows()) + ".", "#fig-busy",

@@ -15,6 +15,7 @@ from sweeper.reporting.compile_state import state_of
 from sweeper.reporting.figures import device_word
 from sweeper.reporting.finding import Finding
 from sweeper.reporting.html_parts import esc, fmt_num, link, log_of, short
+from sweeper.words import count
 
 
 def job_details_section(bench: pd.DataFrame, jobs: pd.DataFrame, kernels: pd.DataFrame,
@@ -67,7 +68,7 @@ def jobs_section(sweep_dir: Path, records: Mapping[int, Mapping[str, Any]], jobs
     shown = [(h.format(dev=dev), c, f) for h, c, f in JOB_FIGURES if c in jobs and jobs[c].notna().any()]
     out = ["<h2 id='summary'>Jobs</h2>"]
     if details:
-        out.append(f"<p class='small'>{len(jobs)} jobs. Click a column's head to sort; type to keep the rows that "
+        out.append(f"<p class='small'>{count(len(jobs), 'job')}. Click a column's head to sort; type to keep the rows that "
                    "hold the text: <input id='jobs-filter' type='search' placeholder='densenet autotune' "
                    "oninput='sweeperFilter(this.value)'> <span id='jobs-shown'></span></p>")
     out.append("<table id='jobs' class='sortable'><thead><tr><th>#</th><th>job</th><th>status</th>"

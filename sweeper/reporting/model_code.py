@@ -89,7 +89,8 @@ def where_in_model(jobs: pd.DataFrame, modules: pd.DataFrame, kernels: pd.DataFr
                        if placed is not None else "")
         outside = number(r.get("outside_graphs_ms"))
         if outside:
-            text += f"; {ms_text(outside)} a step runs outside them"
+            what = r.get("outside_graphs_what")
+            text += f"; {ms_text(outside)} a step runs outside them" + (f": {what}" if isinstance(what, str) else "")
         breaks = number(r.get("graph_breaks"))
         if breaks:
             text += f"; the step has {breaks:.0f} graph break{'s' if breaks != 1 else ''}"

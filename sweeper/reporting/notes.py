@@ -3,6 +3,8 @@ why (pure: the jobs table in, sentences out)."""
 
 from __future__ import annotations
 
+from sweeper.words import count
+
 
 def _note_naming(jobs, column: str, threshold: float, describe, text: str) -> list[str]:
     """[text with {named}: '#1 (...), #4 (...)', the jobs whose `column` reaches
@@ -132,7 +134,7 @@ def packing_notes(jobs) -> list[str]:
     shared = jobs["shared_gpu_with"].notna().sum()
     waits = jobs["lease_wait_s"].fillna(0)
     longest = jobs.loc[waits.idxmax()]
-    text = (f"packed: up to {per_gpu} jobs a GPU (hydra.launcher.jobs_per_gpu); {shared} of {len(jobs)} jobs "
+    text = (f"packed: up to {per_gpu} jobs a GPU (hydra.launcher.jobs_per_gpu); {shared} of {count(len(jobs), 'job')} "
             f"shared their GPU with another. Each timed its GPU holding the GPU's lease, one job at a time: "
             f"they waited {waits.sum():.0f} s for it in all (longest, #{int(longest['job'])}: "
             f"{waits.max():.0f} s); jobs_per_gpu=1 runs them one a GPU")
@@ -161,7 +163,22 @@ def slower_than_eager_notes(jobs) -> list[str]:
             "(a busy host, unsteady timings, graph breaks, a small batch)"]
 
 
+# Roofs measured with this many other cores busy are no ceiling (tasks/roofs.IDLE_CORES).
+LOADED_ROOFS_CORES = 0.25
+
+
+def loaded_roofs_notes(jobs) -> list[str]:
+    """A note naming the jobs whose roofs were measured on a busy host: their bounds are
+    lower than an idle host's, so what they leave to win reads smaller."""
+    return _note_naming(
+        jobs, "roofs_load_cores", LOADED_ROOFS_CORES, lambda r: f"{r['roofs_load_cores']:.1f} cores busy",
+        "the roofs of these jobs were measured while other work kept the host busy: {named}. A roof is a "
+        "ceiling: measured under load it is too low, so their bounds are too short and what is left to win "
+        "reads smaller than it is; a later job that finds the host idler measures them again (docs/method.md, "
+        "'How far each kernel is from the hardware')")
+
+
 def all_notes(jobs) -> list[str]:
     """Every note about the sweep's jobs, in the order the report shows them."""
     return (slower_than_eager_notes(jobs) + packing_notes(jobs) + busy_nvml_notes(jobs) + busy_host_notes(jobs) + unsteady_timing_notes(jobs)
-            + launch_speed_notes(jobs) + microbench_failed_notes(jobs))
+            + launch_speed_notes(jobs) + microbench_failed_notes(jobs) + loaded_roofs_notes(jobs))

@@ -24,6 +24,7 @@ from sweeper.reporting.html_parts import (OPEN_SCRIPT, RENDERED_SCRIPT, STYLE, T
                                           fold_open, short)
 from sweeper.reporting.compare_sections import builds_section, changed_section, compared_section
 from sweeper.reporting.job_sections import failed_section, job_details_section, jobs_section, kernels_section, rerun_section
+from sweeper.words import count
 
 
 @dataclass
@@ -116,7 +117,7 @@ def _header(sweep_dir: Path, summary: dict, records: Mapping[int, Mapping[str, A
     out.append(f"<p>Command: <code>{esc(rerun_command(command or []))}</code>"
                f"<br>Started {esc(summary.get('started_at'))}"
                + (f", {esc(summary.get('elapsed_s'))} s" if summary.get("elapsed_s") is not None else "") + "; "
-               f"{len(jobs)} jobs: " + ", ".join(f"{n} {s}" for s, n in jobs["status"].value_counts().items()) + "</p>")
+               f"{count(len(jobs), 'job')}: " + ", ".join(f"{n} {s}" for s, n in jobs["status"].value_counts().items()) + "</p>")
     return out
 
 
@@ -193,21 +194,35 @@ def _to_win_section(recoverable: pd.DataFrame) -> list[str]:
     if top.empty:
         return []
     out = ["<h3 id='to-win'>Most left to win</h3><table id='to-win-table'><tr><th>kernel</th><th>model code</th>"
-           "<th>job</th><th>ms a step</th><th>bound ms</th><th>bound by</th><th>% of bound</th><th>left to win ms</th></tr>"]
+           "<th>job</th><th>ms a step</th><th>bound ms</th><th>bound by</th><th>% of roof speed</th><th>left to win ms</th></tr>"]
     for _, r in top.iterrows():
         where = " ".join(str(x) for x in (r["module"], f"({r['source']})" if r["source"] else None) if x)
         out.append(f"<tr><td><code title='{esc(short(str(r['kernel']), 300))}'>{esc(short(str(r['kernel']), 50))}</code>"
                    f"<br><span class='small'>{esc(r['category'])}</span></td><td class='small'>{esc(where)}</td>"
-                   f"<td><a href='#job-{r['job']}'>{esc(r['label'])}</a></td><td class='num'>{fmt_num(r['device_ms'], '{:.3f}')}</td>"
+                   f"<td><a href='#job-{r['job']}'>{esc(r['label'])}</a></td><td class='num'>{fmt_num(_typical(r), '{:.3f}')}"
+                   f"{_outliers(r)}</td>"
                    f"<td class='num'>{fmt_num(r['bound_ms'], '{:.3f}')}</td>"
                    f"<td>{esc(r['bound_by'])}{' ' + esc(r['dtype']) if r['bound_by'] == 'compute' else ''}</td>"
                    f"<td class='num'>{fmt_num(r['efficiency_pct'], '{:.0f}')}</td>"
                    f"<td class='num'>{fmt_num(r['recoverable_ms'], '{:.3f}')}</td></tr>")
-    out.append("</table><p class='small'>A launch site's bound: its time at the device's measured roofs, the larger "
-               "of bytes / copy bandwidth and FLOPs / the matmul peak of its dtype; left to win: its time above that. "
+    out.append("</table><p class='small'>ms a step: the launch's time in the median profiled step (a step in which "
+               "a loaded host preempted it does not move it; <sup>n</sup> counts such steps). A launch site's bound: its "
+               "time at the device's measured roofs, the larger of bytes / copy bandwidth and FLOPs / the matmul peak of "
+               "its dtype; % of roof speed: bound over time; left to win: its time above the bound. "
                "Every site of every job: <code>tables/recoverable.csv</code>; method: docs/method.md, \"How far each "
                "kernel is from the hardware\".</p>")
     return out
+
+
+def _typical(r) -> float | None:
+    """A launch's typical time a step (its median step's), or its mean in records before it."""
+    v = r.get("typical_ms") if hasattr(r, "get") else None
+    return r["device_ms"] if v is None or pd.isna(v) else v
+
+
+def _outliers(r) -> str:
+    n = r.get("outlier_runs") if hasattr(r, "get") else None
+    return "" if n is None or pd.isna(n) or not n else f"<sup title='profiled steps over twice the median'>{int(n)}</sup>"
 
 
 def _findings_section(findings, jobs: pd.DataFrame) -> list[str]:

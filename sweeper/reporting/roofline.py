@@ -6,6 +6,7 @@ step above their bound."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -25,6 +26,12 @@ def ranking(recoverable: pd.DataFrame, top: int | None = None) -> pd.DataFrame:
     """The sweep's launch sites, most to win first."""
     ranked = recoverable.dropna(subset=["recoverable_ms"]).sort_values("recoverable_ms", ascending=False)
     return (ranked.head(top) if top else ranked).reset_index(drop=True)
+
+
+def _typical_ms(row) -> float:
+    """A launch's time in its median profiled step (records before it: the mean)."""
+    v = row.get("typical_ms") if hasattr(row, "get") else None
+    return float(row["device_ms"] if v is None or pd.isna(v) else v)
 
 
 def _ms(x: float) -> str:
@@ -72,7 +79,7 @@ def most_to_win(jobs: pd.DataFrame, recoverable: pd.DataFrame) -> list[Finding]:
             f"{_ms(float(top['recoverable_ms'].sum()))}: {'all ' if len(group) == len(top) else ''}{len(group)} are {kind}s"
             + (f" at {eff.min():.0f}-{eff.max():.0f}% of {roof}" if len(eff) else "")
             + f"; the first, {str(first['kernel'])[:60]}{where} in {first['label']}, "
-              f"{_ms(float(first['device_ms']))} a step against a bound of {_ms(float(first['bound_ms']))}.")
+              f"{_ms(_typical_ms(first))} a step against a bound of {_ms(float(first['bound_ms']))}.")
     return [Finding("most_to_win", "across jobs", text, "#fig-roofline",
                     {"recoverable_ms": left, "known_pct": 100 * known / total, "top_ms": float(top["recoverable_ms"].sum())})]
 
@@ -85,7 +92,8 @@ def roofs_figure(recoverable: pd.DataFrame, jobs: pd.DataFrame, out_dir: Path, b
     arithmetic intensity (FLOPs a byte) for those with FLOPs, under the copy-bandwidth slope
     and each dtype's matmul peak; those without FLOPs (pointwise and reduction kernels) at
     their achieved GB/s under the copy bandwidth. Coloured by category (by model family
-    for a large sweep); each job's three costliest to win are marked."""
+    for a large sweep); each job's three costliest to win are numbered, their names in a
+    key below the panels (at most 30)."""
     from sweeper.reporting.figures import device_word
 
     title = "launches against the roofs (copy bandwidth, matmul peak per dtype)"
@@ -96,22 +104,55 @@ def roofs_figure(recoverable: pd.DataFrame, jobs: pd.DataFrame, out_dir: Path, b
         return Figure("roofline", title, None, "no launch with known work in these records (the roofline is recorded "
                                                "by jobs of this sweeper version: each job's `roofline`)")
     flop, mem = rows[rows["flops"].fillna(0) > 0], rows[rows["flops"].fillna(0) <= 0]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 5.5), gridspec_kw={"width_ratios": [3, 2]})
+    marked = [r for _, r in pd.concat([ranking(rows[rows["job"] == j], 3) for j in rows["job"].unique()]).iterrows()
+              if pd.notna(r["flops"] / r["bytes"] if (r["flops"] or 0) > 0 else r["device_ms"])
+              and pd.notna(r["tflops_per_s"] if (r["flops"] or 0) > 0 else r["gb_per_s"])][:30]
+    key = [f"{i + 1} {str(r['module'] or r['kernel'])[:48]} ({r['label']})" for i, r in enumerate(marked)]
+    half = (len(key) + 1) // 2
+    # the names of the numbered points in a row of their own below the panels: long names
+    # at close points overprinted each other
+    key_in = half * 7 * 1.35 / 72 + 0.1
+    fig = plt.figure(figsize=(12, 5.5 + key_in))
+    grid = fig.add_gridspec(2, 2, width_ratios=[3, 2], height_ratios=[5.5, key_in])
+    ax1, ax2, kax = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, :])
+    kax.axis("off")
     _points(ax1, ax2, flop, mem, _colour_key(rows, ok, by_family), by_family, device_word(jobs))
     bandwidth = float(ok["copy_gbps"].dropna().iloc[0]) if ok["copy_gbps"].notna().any() else None
     if bandwidth and len(flop):
         _compute_roofs(ax1, flop, bandwidth, _peaks(ok))
     _copy_roof(ax2, mem, bandwidth)
-    for _, r in pd.concat([ranking(rows[rows["job"] == j], 3) for j in rows["job"].unique()]).iterrows():
-        x, y, ax = ((r["flops"] / r["bytes"], r["tflops_per_s"], ax1) if (r["flops"] or 0) > 0
-                    else (r["device_ms"], r["gb_per_s"], ax2))
-        if pd.notna(x) and pd.notna(y):
-            ax.annotate(f"{str(r['module'] or r['kernel'])[:28]}", (x, y), fontsize=8, xytext=(4, -9),
-                        textcoords="offset points")
     _axes(ax1, ax2, mem)
     fig.suptitle(title)
+    for col, part in enumerate((key[:half], key[half:])):
+        kax.text(0.5 * col, 1.0, "\n".join(part), fontsize=7, va="top", ha="left", family="monospace",
+                 transform=kax.transAxes)
+    fig.tight_layout()  # before the numbers are placed: they are kept apart where they will be drawn
+    place_labels(fig, [((ax1, r["flops"] / r["bytes"], r["tflops_per_s"]) if (r["flops"] or 0) > 0
+                        else (ax2, r["device_ms"], r["gb_per_s"])) + (str(i + 1),) for i, r in enumerate(marked)])
     labels = tuple(dict.fromkeys(rows["label"].dropna())) if "label" in rows else ()
     return Figure("roofline", title, _save(fig, out_dir, "roofline"), None, labels)
+
+
+def place_labels(fig, points: list[tuple[Any, float, float, str]]) -> list:
+    """Short labels at data points, none overlapping another: each tries offsets around its
+    point, nearest first, and takes the first whose box meets no label placed before
+    (the last tried where none is free). Returns the annotations."""
+    offsets = [(4, 4), (4, -10), (-10, 4), (-10, -10), (8, 12), (8, -18), (-18, 12), (-18, -18),
+               (14, 0), (-22, 0), (0, 16), (0, -22), (22, 20), (22, -26), (-28, 20), (-28, -26)]
+    renderer = fig.canvas.get_renderer()
+    placed_boxes: list = []
+    out = []
+    for ax, x, y, text in points:
+        for dx, dy in offsets:
+            note = ax.annotate(text, (x, y), fontsize=7, xytext=(dx, dy), textcoords="offset points",
+                               fontweight="bold")
+            box = note.get_window_extent(renderer).expanded(1.05, 1.1)
+            if not any(box.overlaps(b) for b in placed_boxes) or (dx, dy) == offsets[-1]:
+                break
+            note.remove()
+        placed_boxes.append(box)
+        out.append(note)
+    return out
 
 
 def _colour_key(rows: pd.DataFrame, ok: pd.DataFrame, by_family: bool) -> pd.Series:

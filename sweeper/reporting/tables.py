@@ -171,7 +171,8 @@ def kernel_rows(rec: Record, label: str | None) -> list[dict]:
     # every job): one string object each, not one a row (a 1,000-job table holds 800,000 rows)
     return [{"job": job, "label": lab, "scope": scope, "kernel": _interned(k.get("name")),
              "category": _interned(k.get("category")),
-             "device_ms": k.get("device_ms"), "count": k.get("count"), "share_pct": k.get("share_of_device_pct"),
+             "device_ms": k.get("device_ms"), "typical_ms": k.get("typical_ms"), "outlier_runs": k.get("outlier_runs"),
+             "count": k.get("count"), "share_pct": k.get("share_of_device_pct"),
              "pct_of_wall": k.get("pct_of_wall"), "source": sources.get(k.get("name")),
              "model_modules": _interned("; ".join(k["model_modules"])) if k.get("model_modules") else None,
              "model_source": _interned(k.get("model_source")),
@@ -216,7 +217,19 @@ def model_code_columns(rec: Mapping[str, Any]) -> dict:
             "graph_breaks": len(graphs["graph_breaks"]) if "graph_breaks" in graphs else None,
             "recompiles": graphs.get("recompiles"),
             "model_code_pct": mc["attributed_ms"] / inside * 100 if mc and inside > 0 else None,
-            "outside_graphs_ms": (outside or 0.0) if mc else None}
+            "outside_graphs_ms": (outside or 0.0) if mc else None,
+            "outside_graphs_what": outside_what(mc) if mc else None}
+
+
+def outside_what(mc: Mapping[str, Any]) -> str | None:
+    """What most of a step's time outside the compiled graphs is, with its share
+    ("autograd's AccumulateGrad (...) 96%"); None where the record does not say."""
+    parts = mc.get("outside") or {}
+    total = sum(parts.values())
+    if not parts or total <= 0:
+        return None
+    what, ms = max(parts.items(), key=lambda kv: kv[1])
+    return what if ms >= total * 0.995 else f"{what} {ms / total * 100:.0f}%"
 
 
 def roofline_columns(rec: Mapping[str, Any]) -> dict:
@@ -226,7 +239,7 @@ def roofline_columns(rec: Mapping[str, Any]) -> dict:
     peaks = roofs.get("matmul_tflops") or {}
     return {"bound_ms": line.get("bound_ms"), "recoverable_ms": line.get("recoverable_ms"),
             "roofline_known_pct": line["known_ms"] / line["device_ms"] * 100 if line.get("device_ms") else None,
-            "copy_gbps": roofs.get("copy_gbps"),
+            "copy_gbps": roofs.get("copy_gbps"), "roofs_load_cores": roofs.get("load_cores"),
             "matmul_tflops": ", ".join(f"{d} {v:.1f}" for d, v in peaks.items()) if peaks else None}
 
 
@@ -256,7 +269,9 @@ def model_module_rows(rec: Record, label: str | None) -> list[dict]:
             for r in mc.get("rows") or []]
     outside = (mc.get("unattributed") or {}).get(OUTSIDE_GRAPHS)
     if outside:
-        rows.append({"job": job, "label": label, "module": OUTSIDE_ROW, "class": None, "pass": "step",
+        what = outside_what(mc)  # autograd's AccumulateGrad copies: said, not left to guess
+        rows.append({"job": job, "label": label, "module": f"(outside compiled graphs: {what})" if what else OUTSIDE_ROW,
+                     "class": None, "pass": "step",
                      "category": "other", "device_ms": outside, "launches": None, "source": None})
     return rows
 

@@ -188,4 +188,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from sweeper.command_line import closing_pipe_quietly
+
+    sys.exit(closing_pipe_quietly(main)())

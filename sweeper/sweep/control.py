@@ -23,6 +23,7 @@ from sweeper.autotune_info import EarlierAttempt
 from sweeper.job_spec import AutotuneSeed, JobSpec, StoredCompile
 from sweeper.record import Record, RecordError, read_record
 from sweeper.sweep.validate import check_sweep, stop_on_problem
+from sweeper.words import count
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ def dry_run(jobs: list[Job], sweep_dir: Path, gpus: int | None = None) -> bool:
     if not (jobs and jobs[0].spec.config["dry_run"]):
         return False
     skipped = sum(1 for j in jobs if resolved(j.spec.config, gpus)["skipped"])
-    print(f"dry run: {len(jobs)} jobs into {sweep_dir}" + (f" ({skipped} would be skipped here)" if skipped else "")
+    print(f"dry run: {count(len(jobs), 'job')} into {sweep_dir}" + (f" ({skipped} would be skipped here)" if skipped else "")
           + "; none started")
     for j in jobs:
         print(f"  #{j.num} {' '.join(o for o in j.overrides if not o.startswith('dry_run=')) or '(the defaults)'}")
@@ -149,7 +150,7 @@ def confirm(n: int, cfg: dict) -> None:
     limit = cfg["confirm_above"]
     if n <= limit or cfg["yes"] or n in _CONFIRMED:
         return
-    question = f"This sweep has {n} jobs (more than confirm_above={limit})."
+    question = f"This sweep has {count(n, 'job')} (more than confirm_above={limit})."
     if sys.stdin is not None and sys.stdin.isatty():
         if input(f"{question} Run them all? [y/N] ").strip().lower() in ("y", "yes"):
             _CONFIRMED.add(n)

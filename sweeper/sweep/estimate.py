@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import heapq
 import json
+import os
+import re
 import sys
 from pathlib import Path
 
 from sweeper.identity import identity_overrides
+from sweeper.words import count
 
 EARLIER_SWEEPS = 20  # newest first, at most this many sweep folders are read
 
@@ -71,12 +74,38 @@ def _default_texts() -> dict[str, str]:
             if not isinstance(key.default, (dict, list))}
 
 
-def earlier_durations(outputs: Path, keys: set[str], gpu: str | None) -> tuple[dict[str, float], int]:
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def earlier_sweeps_root(sweep_dir: Path) -> tuple[Path, int]:
+    """Where a sweep's earlier sweeps lie, and how deep to look: outputs/DATE/TIME and
+    outputs/nightly/DATE lie under outputs/ (two levels); a sweep folder of the user's own
+    naming (/tmp/x) has its earlier sweeps beside it, one level under its parent, not every
+    folder two levels under the file system's root."""
+    sweep_dir = Path(sweep_dir)
+    if _DATE_RE.match(sweep_dir.parent.name) or _DATE_RE.match(sweep_dir.name):
+        return sweep_dir.parent.parent, 2
+    return sweep_dir.parent, 1
+
+
+def _own(path: Path) -> bool:
+    """Whether this user wrote the file: another user's sweep under a shared folder (/tmp)
+    is no earlier run of this user's jobs, and is not read."""
+    getuid = getattr(os, "getuid", None)
+    try:
+        return getuid is None or path.stat().st_uid == getuid()
+    except OSError:
+        return False
+
+
+def earlier_durations(outputs: Path, keys: set[str], gpu: str | None, depth: int = 2) -> tuple[dict[str, float], int]:
     """job identity -> seconds of its newest ok run on the GPU model `gpu` ("": on a CPU; None:
-    on any), from complete sweeps under `outputs`; and how many sweeps were read."""
+    on any), from this user's complete sweeps under `outputs` (`depth` levels down); and how
+    many sweeps were read."""
     from sweeper.reporting.sweeps import complete_sweeps_under, started_at
 
-    sweeps, skipped = complete_sweeps_under(outputs, depth=2)
+    sweeps, skipped = complete_sweeps_under(outputs, depth=depth)
+    sweeps = [s for s in sweeps if _own(s / "summary.json")]
     for note in skipped:  # a summary.json no sweep wrote is worth a word; a running sweep is not
         if "summary.json" in note:
             print(f"sweeper: warning: {note} (the estimate goes without it)", file=sys.stderr, flush=True)
@@ -115,16 +144,16 @@ def expected_line(keys: list[str], labels: list[str], durations: dict[str, float
     where = (f"on {gpu}" if gpu else "on a CPU" if gpu == "" else
              "on any machine (a cluster's GPU model is known only once joined)")
     if not durations:
-        return (f"expected duration: unknown, no earlier record of these jobs {where} in the {read} complete "
-                f"sweeps under {outputs}")
+        return (f"expected duration: unknown, no earlier record of these jobs {where} in the "
+                f"{count(read, 'complete sweep')} under {outputs}")
     known = [durations[k] for k in keys if k in durations]
     missing = [lab for k, lab in zip(keys, labels) if k not in durations]
     line = (f"expected duration: about {duration_words(sweep_seconds(known, slots))} with {slots} at a time, from "
-            f"earlier records of {len(known)} of {len(keys)} jobs {where} (under {outputs})")
+            f"earlier records of {len(known)} of {count(len(keys), 'job')} {where} (under {outputs})")
     if missing and len(missing) <= MISSING_NAMED:
         line += f"; not counted, no earlier record: {', '.join(missing)}"
     elif missing:  # a large sweep: how many, the first few named
-        line += (f"; not counted, no earlier record: {len(missing)} jobs ({', '.join(missing[:MISSING_NAMED])} "
+        line += (f"; not counted, no earlier record: {count(len(missing), 'job')} ({', '.join(missing[:MISSING_NAMED])} "
                  f"and {len(missing) - MISSING_NAMED} more)")
     return line
 
@@ -141,11 +170,13 @@ def duration_words(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def expected(overrides: dict[int, list[str]], outputs: Path, gpu: str | None, slots: int) -> tuple[str, float | None]:
+def expected(overrides: dict[int, list[str]], outputs: Path, gpu: str | None, slots: int,
+             depth: int = 2) -> tuple[str, float | None]:
     """For jobs (number -> overrides): the dry run's line and the expected seconds (None
-    when no job has an earlier record)."""
+    when no job has an earlier record); earlier sweeps under `outputs`, `depth` levels down
+    (earlier_sweeps_root)."""
     keys = [job_identity(o) for o in overrides.values()]
-    durations, read = earlier_durations(outputs, set(keys), gpu)
+    durations, read = earlier_durations(outputs, set(keys), gpu, depth)
     line = expected_line(keys, [f"#{n}" for n in overrides], durations, slots, gpu, outputs, read)
     known = [durations[k] for k in keys if k in durations]
     return line, (sweep_seconds(known, slots) if known else None)

@@ -39,6 +39,7 @@ from sweeper.sweep.order import JobQueue, shape_group
 from sweeper.sweep.progress import Progress
 from sweeper.sweep.settings import LauncherSettings
 from sweeper.sweep.spare_gpus import gpus_for
+from sweeper.words import count
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ class Scheduler:
                                                              cluster.on_cluster)
         res = self.resources = job_resources(self.settings, cluster, self.jobs_per_gpu)
         self.slots = slots_of(cluster, res)
-        log.info(f"Launching {len(to_run)} jobs on Ray ({len(self.jobs) - len(to_run)} kept from an earlier run), "
+        log.info(f"Launching {count(len(to_run), 'job')} on Ray ({len(self.jobs) - len(to_run)} kept from an earlier run), "
                  f"{res['num_gpus']:g} GPU and {res['num_cpus']:g} CPU each, up to {self.slots} at a time"
                  + (f"; {self.packing}" if self.packing else ""))
         envs = pythons.assign_interpreters(to_run)

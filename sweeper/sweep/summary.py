@@ -11,6 +11,7 @@ from pathlib import Path
 from sweeper.command_line import rerun_command, sweep_dir_override
 from sweeper.record import Record, atomic_write_text, no_colour
 from sweeper.reporting.headline import busy_while_measuring, headline, launch_us, timing_iqr_pct  # noqa: F401 - also this module's
+from sweeper.words import count
 
 SUMMARY_FILE = "summary.json"
 
@@ -84,7 +85,7 @@ def closing_report(jobs: list[dict], sweep_dir: Path, command: list[str]) -> tup
         lines.append(f"{j['status']:9s} #{j['num']} {name}{reason}")
     failed = [j for j in jobs if j["status"] in ("failed", "cancelled")]
     if failed:
-        lines.append(f"{len(failed)} of {len(jobs)} jobs did not finish. Logs:")
+        lines.append(f"{len(failed)} of {count(len(jobs), 'job')} did not finish. Logs:")
         for j in failed:
             lines.append(f"  #{j['num']}: {j['log'] or j.get('log_note') or 'no log'}")
         ray_logs = sorted({j["ray_logs"] for j in failed if j.get("ray_logs")})
