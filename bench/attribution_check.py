@@ -15,7 +15,9 @@ reads what each kernel computes from Inductor itself while it compiles:
   out what the kernel only reads: nodes an extern call computes (Inductor adds the extern
   node to the origins of the kernel that makes its input) and graph-wide constants (a
   node that reads no tensor). A module did the work if one of those nodes is its own (its
-  `nn_module_stack`, or for a backward node `fwd_nn_module_stack`).
+  `nn_module_stack`, or for a backward node `fwd_nn_module_stack`; a node a decomposition
+  made, which has neither, takes the module of the nearest FX node with its very stack trace
+  that has one: the check says how many nodes it named so).
 * a library kernel: the ATen op that launched it (on a CPU the op is the kernel; on a GPU
   its launch's correlation id inside the op, from one more step traced with host ops);
   inside a compiled module's call (Inductor's `## Call CompiledFxGraph` range), the n-th
@@ -65,6 +67,7 @@ class Truth:
         self.nodes: dict[int, dict[str, set[str]]] = defaultdict(dict)
         self._graphs: dict[int, int] = {}
         self._externs: dict[int, set] = {}
+        self.same_call_nodes = 0  # nodes given the module of their call (_same_call)
 
     def install(self) -> None:
         import torch._inductor.debug as debug
@@ -109,6 +112,34 @@ class Truth:
                 out |= {n for n in op.origins if overload is not None and n.target == overload}
         return out
 
+    def _same_call(self, node):
+        """The module stack of a node's own call where Inductor left it none: a decomposition
+        (SiLU's backward into sigmoid, mul, sub, add) copies the stack trace of the node it
+        replaces but not its module stack; the check takes the module of the nearest FX node
+        with that very stack trace that has one (the rule sweeper's tag pass states too),
+        and counts the nodes it names so."""
+        def call_of(n) -> str:  # the stack trace as torch wrote it, without the tag sweeper appends
+            return (n.meta.get("stack_trace") or "").split("  [sweeper module]")[0]
+
+        text = call_of(node)
+        if not text:
+            return None
+        seen, frontier = {node}, [node]
+        while frontier:
+            nxt = []
+            for n in frontier:
+                for m in list(n.all_input_nodes) + list(n.users):
+                    if m in seen or call_of(m) != text:
+                        continue
+                    seen.add(m)
+                    stack = m.meta.get("nn_module_stack") or m.meta.get("fwd_nn_module_stack")
+                    if stack:
+                        self.same_call_nodes += 1
+                        return stack
+                    nxt.append(m)
+            frontier = nxt
+        return None
+
     def _record(self, node_schedule, key: str) -> None:
         g, index, externs = self._graph()
         backward = any(n.op == "placeholder" and n.name.startswith("tangents") for n in g.graph.nodes)
@@ -132,7 +163,7 @@ class Truth:
             computed |= seen
         modules = set()
         for n in computed:
-            stack = n.meta.get("nn_module_stack") or n.meta.get("fwd_nn_module_stack")
+            stack = n.meta.get("nn_module_stack") or n.meta.get("fwd_nn_module_stack") or self._same_call(n)
             if not stack:
                 modules.add(("(no module)", ""))
                 continue
@@ -265,6 +296,7 @@ def run(model: str, device: str, batch: int, image_size: int | None, training: b
     wrong: dict[str, float] = defaultdict(float)
     lib = {"placed_ms": 0.0, "right_ms": 0.0, "unchecked_ms": 0.0}
     gen = {"placed_ms": 0.0, "right_ms": 0.0, "unchecked_ms": 0.0}
+    no_module: dict[str, float] = defaultdict(float)
     for i, (e, sites) in enumerate(zip(kernels, placed.event_sites)):
         ms = e.dur_us / 1000 / steps
         total += ms
@@ -272,6 +304,8 @@ def run(model: str, device: str, batch: int, image_size: int | None, training: b
             m, p = site_at[id(site)]
             shares = site.layer_shares()
             on = ms * weight * sum(shares)
+            if ms * weight - on > 1e-9:  # the share of nodes of no module (or a site of none)
+                no_module[f"{site.key} ({', '.join(site.aten_ops[:4])})"] += ms * weight - on
             if not site.layers:
                 continue
             placed_ms += on
@@ -311,7 +345,9 @@ def run(model: str, device: str, batch: int, image_size: int | None, training: b
         "how_ms": dict(placed.how), "not_placed_ms": dict(placed.unattributed),
         "wrong": dict(sorted(wrong.items(), key=lambda kv: -kv[1])),
         "modules_named_without_work": len(wrong),
+        "no_module": dict(sorted(no_module.items(), key=lambda kv: -kv[1])[:10]),
         "kernels_read": sum(len(v) for v in truth.kernels.values()),
+        "same_call_nodes": truth.same_call_nodes,
         "rows": at.summary(placed)["rows"],
     }
 
@@ -327,7 +363,7 @@ def report(got: dict) -> str:
              f"{got['placed_ms']:.3f} ms ({pct(got['placed_pct_of_kernel_time'])})",
              f"- **on modules that did the work: {pct(got['right_pct_of_checked'])} of the placed time checked** "
              f"({got['right_ms']:.3f} of {got['checked_ms']:.3f} ms; {got['kernels_read']} generated kernels read "
-             f"from Inductor)",
+             f"from Inductor; {got['same_call_nodes']} computed nodes of no module stack given their call's module)",
              f"- generated kernels: {got['generated']['right_ms']:.3f} of {got['generated']['placed_ms']:.3f} ms right, "
              f"{got['generated']['unchecked_ms']:.3f} ms not checked",
              f"- library kernels: {got['library']['right_ms']:.3f} of {got['library']['placed_ms']:.3f} ms right, "
@@ -339,6 +375,9 @@ def report(got: dict) -> str:
                                             or "none")]
     for what, ms in list(got["wrong"].items())[:10]:
         lines.append(f"  - wrong: {what}: {ms:.4f} ms")
+    if got.get("no_module"):
+        lines.append("- the launch sites with most time on nodes of no model module (ms a step): "
+                     + "; ".join(f"{k}: {v:.3f}" for k, v in list(got["no_module"].items())[:3]))
     return "\n".join(lines) + "\n"
 
 

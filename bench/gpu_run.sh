@@ -501,7 +501,7 @@ attribution() {
     done
   done
   local first=${MODELS:-mixnet_l:128}; first=${first%% *}
-  if python3 -c "import ray, hydra" 2>/dev/null; then  # the job's own placement too, where the wheels came
+  if [ "${ATTR_JOB:-1}" = 1 ] && python3 -c "import ray, hydra" 2>/dev/null; then  # the job's own placement too
     python3 -m sweeper model="${first%%:*}" batch_size="${first##*:}" measure.microbench=false \
       hydra.sweep.dir="$S/attribution/job" > "$S/attribution/job.log" 2>&1 &
     pids+=($!)

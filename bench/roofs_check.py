@@ -37,7 +37,7 @@ def main() -> None:
     first = roofs.roofs(device)
     again = roofs.roofs(device)
     print(f"A job's roofs (tasks/roofs.py, {first['seconds']} s): measured then {'reused' if again['reused'] else 'MEASURED AGAIN'} "
-          f"by the next (kept in {roofs.ROOFS}).\n")
+          f"by the next (kept in {roofs.roofs_dir()}).\n")
     print("| roof | n | repeats (TFLOP/s or GB/s) | median | datasheet | % of datasheet |\n|---|---|---|---|---|---|")
     sizes = (4096, 8192, 16384) if device == "cuda" else (1024, 2048)
     for dtype in (roofs.GPU_DTYPES if device == "cuda" else roofs.CPU_DTYPES):

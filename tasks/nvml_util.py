@@ -80,3 +80,29 @@ def utilization_during(run_loop: Callable[[], dict]) -> tuple[dict, dict]:
     periods = [b - a for (a, _), (b, _) in zip(inside, inside[1:])]
     out["period_ms"] = round(sorted(periods)[len(periods) // 2] / 1000, 1) if periods else None
     return loop, {**out, "util_pct": sum(v for _, v in inside) / len(inside)}
+
+
+def gpu_busy_pct(seconds: float = 0.5) -> float | None:
+    """How busy the GPU was over the last `seconds` by NVML's utilization samples (any
+    process's kernels: a job holding the GPU's lease and idle reads the others'), or None
+    where NVML cannot say."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return None
+    try:
+        handle = gpu_handle(pynvml)
+        start = int(time.time() * 1e6)
+        time.sleep(seconds)
+        samples = _read_samples(pynvml, handle, start - 1_000_000)
+        if not samples:
+            return float(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+        return float(sum(v for _, v in samples) / len(samples))
+    except pynvml.NVMLError:
+        return None
+    finally:
+        pynvml.nvmlShutdown()

@@ -106,8 +106,8 @@ def measure_roofs(ctx: JobContext) -> Roofs:
 
     got = roofs.roofs(ctx.device)
     peaks = ", ".join(f"{d} {v:.1f}" for d, v in got["matmul_tflops"].items())
-    load = (f"; measured with {got['load_cores']:.1f} other cores busy: below this host's ceiling, measured again "
-            f"by a job that finds it idler" if got["loaded"] else "")
+    load = (f"; measured with {got['load']:g} {got['load_unit']} of other work: below this device's ceiling, "
+            f"measured again by a job that finds it idler" if got["loaded"] else "")
     say(f"roofs ({'kept from an earlier job' if got['reused'] else 'measured'}): "
         f"copy {got['copy_gbps']:.0f} GB/s; matmul TFLOP/s {peaks}{load}")
     return Roofs(got)
@@ -128,7 +128,7 @@ def roofline(kernels: list, placed, device_ms: float, ctx: JobContext) -> dict:
         except OSError:
             continue
     measured = ctx.got(Roofs).roofs
-    roofs = {k: measured.get(k) for k in ("copy_gbps", "matmul_tflops", "key", "reused", "load_cores", "loaded")}
+    roofs = {k: measured.get(k) for k in ("copy_gbps", "matmul_tflops", "key", "reused", "load", "load_unit", "loaded")}
     return rl.summary(rl.launch_rows(kernels, placed, work, roofs), device_ms, roofs)
 
 

@@ -24,31 +24,62 @@ from sweeper.analysis.launch_sites import BACKWARD, FORWARD, Work, tag_line
 from tasks.node_work import is_constant, is_view, node_elements, node_work, op_name
 
 # Bump when the tag's text changes: the cache key changes with it.
-_PASS_VERSION = "sweeper-module-tags-5"
+_PASS_VERSION = "sweeper-module-tags-6"
 
 
 def _class_name(cls: Any) -> str:
     return getattr(cls, "__name__", None) or str(cls).rsplit(".", 1)[-1].strip("'>")
 
 
+def _same_call_modules(graph) -> dict:
+    """For nodes with no module stack, the module stack of a node of the same call: a
+    decomposition (SiLU's backward into sigmoid, mul, sub, add) copies the stack trace of
+    the node it replaces but not its `fwd_nn_module_stack`, so its nodes read as of no
+    module; such a node takes the module of an FX neighbour with the very same stack
+    trace that has one (through other such nodes), else none. Node -> module stack."""
+    own = {n: n.meta.get("nn_module_stack") or n.meta.get("fwd_nn_module_stack")
+           for n in graph.nodes if n.op == "call_function"}
+    out: dict = {}
+    for node, stack in own.items():
+        text = node.meta.get("stack_trace")
+        if stack or not text:
+            continue
+        seen, todo, found = {node}, [node], None
+        while todo and found is None:
+            n = todo.pop()
+            for m in list(n.all_input_nodes) + list(n.users):
+                if m in seen or m.meta.get("stack_trace") != text:
+                    continue
+                seen.add(m)
+                if own.get(m):
+                    found = own[m]
+                    break
+                todo.append(m)
+        if found is not None:
+            out[node] = found
+    return out
+
+
 def tag_graph(graph) -> int:
     """Append the tag to each call_function node's stack trace; returns how many nodes name
     a module. A node with no module stack (the loss, a layout copy) is tagged too, as of no
     module, so that a fused kernel's time is shared with it rather than given to the
-    modules beside it; each tag carries the elements the node touches and whether it is a
-    constant or a view (its share of a fused kernel's work: tasks/node_work.py).
+    modules beside it, unless a neighbour of the same call names one (_same_call_modules);
+    each tag carries the elements the node touches and whether it is a constant or a view
+    (its share of a fused kernel's work: tasks/node_work.py), its op and its inputs.
     Every node of a backward graph is backward work, the forward ones it recomputes too
     (the partitioner's recomputation: mixnet_l's batch-norm backward kernels on an H100
     fuse it), so its pass is the graph's."""
     tagged = 0
     backward = any(n.op == "placeholder" and n.name.startswith("tangents") for n in graph.nodes)
+    inherited = _same_call_modules(graph)
     for node in graph.nodes:
         if node.op != "call_function":
             continue
         text = node.meta.get("stack_trace") or ""
         if "[sweeper module]" in text:
             continue
-        stack = node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack")
+        stack = node.meta.get("nn_module_stack") or node.meta.get("fwd_nn_module_stack") or inherited.get(node)
         pass_ = BACKWARD if backward or not node.meta.get("nn_module_stack") else FORWARD
         path, cls = list(stack.values())[-1] if stack else (None, None)  # the innermost module
         work = node_work(node)

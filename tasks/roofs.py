@@ -8,11 +8,14 @@ Measured, not read from a datasheet: a datasheet's peak is a clock and a count o
 which no library kernel reaches (an H200's bf16 dense 989 TFLOP/s; an 8192-cube bf16
 product measures about 790), so a bound from it would call every GEMM a fifth slow.
 
-A roof is a ceiling, so a measurement on a busy host is no roof: each one says how busy
-the host was while it was taken (`load_cores`: cores busy with other work than this job's,
-tasks/host_load.py), and a later job that finds the host idler than that measures again;
-the kept roofs are then the best of both, figure by figure, with the idler load. A job on
-a host as busy or busier reuses them, never replacing a ceiling by a lower one. Kept per
+A roof is a ceiling, so a measurement on a busy device is no roof: each one says how busy
+the device was with other work while it was taken (`load`, in `load_unit`: on a CPU the
+cores busy with other work than this job's, tasks/host_load.py; on a GPU NVML's busy
+percentage just before, with this job idle under the GPU's lease: another packed job's
+first step, another user's process), and a later job that finds the device idler than that
+measures again; the kept roofs are then the best of both, figure by figure, with the idler
+load. A job on a device as busy or busier reuses them, never replacing a ceiling by a
+lower one. Kept per
 user (two users' jobs on one machine measure their own) in $SWEEPER_ROOFS, by default
 ~/.cache/sweeper/roofs ($XDG_CACHE_HOME/sweeper/roofs), one JSON file per key; a file that
 cannot be read (or holds no roofs of the right shape) is measured again and rewritten.
@@ -42,9 +45,11 @@ GPU_N, CPU_N = 8192, 2048
 GPU_DTYPES = ("bfloat16", "float16", "float32", "tf32")  # tf32: float32 with TF32 allowed (cuDNN's default for convolutions)
 CPU_DTYPES = ("float32", "bfloat16")
 
-# A host with fewer other cores busy than this is idle: its roofs are ceilings. A kept
-# measurement is taken again where the host is idler by at least this much.
-IDLE_CORES = 0.25
+# A device less busy with other work than this is idle: its roofs are ceilings. A kept
+# measurement is taken again where the device is idler by at least this much. On a CPU,
+# cores busy with other work; on a GPU, NVML's busy percentage.
+IDLE = {"cpu": (0.25, "cores"), "cuda": (5.0, "% GPU busy")}
+IDLE_CORES = IDLE["cpu"][0]
 
 
 def roofs_dir() -> Path:
@@ -82,12 +87,13 @@ def _positive(v) -> bool:
 def valid(kept: object, k: dict) -> bool:
     """Whether a kept file holds roofs of this key, of the right shape: a positive copy
     bandwidth and positive matmul peaks (a hand-edited "x", a 0, a NaN or a negative figure
-    is no roof: measured again)."""
+    is no roof: measured again), and the load they were measured under."""
     if not isinstance(kept, dict) or kept.get("key") != k or not _positive(kept.get("copy_gbps")):
         return False
     peaks = kept.get("matmul_tflops")
+    load = kept.get("load")
     return isinstance(peaks, dict) and bool(peaks) and all(_positive(v) for v in peaks.values()) and \
-        isinstance(kept.get("load_cores"), (int, float))
+        isinstance(load, (int, float)) and not isinstance(load, bool) and math.isfinite(load) and load >= 0
 
 
 def best(kept: dict, new: dict) -> dict:
@@ -97,12 +103,12 @@ def best(kept: dict, new: dict) -> dict:
     for d, v in new["matmul_tflops"].items():
         peaks[d] = max(v, peaks.get(d, 0.0))
     return {**new, "copy_gbps": max(kept["copy_gbps"], new["copy_gbps"]), "matmul_tflops": peaks,
-            "load_cores": min(kept["load_cores"], new["load_cores"]),
+            "load": min(kept["load"], new["load"]),
             "measurements": (kept.get("measurements") or [_summary(kept)]) + [_summary(new)]}
 
 
 def _summary(m: dict) -> dict:
-    return {k: m.get(k) for k in ("measured_at", "load_cores", "copy_gbps", "matmul_tflops")}
+    return {k: m.get(k) for k in ("measured_at", "load", "copy_gbps", "matmul_tflops")}
 
 
 def _read(path: Path) -> object:
@@ -118,23 +124,24 @@ def _read(path: Path) -> object:
         return None
 
 
-def roofs(device: str, load_cores: float | None = None) -> dict:
+def roofs(device: str, load: float | None = None) -> dict:
     """The device's roofs: kept ones where this user measured them before for the same key
-    on a host at least as idle as now, else measured now (on a GPU the caller holds the
-    lease) and kept, the best of the old and the new. `reused` says which; `load_cores`
-    (cores busy with other work while measured; `loaded` where that was not idle) says how
-    far they are ceilings. `load_cores`: how busy the host is now (read here if not given)."""
+    on a device at least as idle as now, else measured now (on a GPU the caller holds the
+    lease) and kept, the best of the old and the new. `reused` says which; `load` (in
+    `load_unit`; `loaded` where that was not idle) says how far they are ceilings. `load`:
+    how busy the device is now with other work (read here if not given)."""
     k = key(device)
     path = _file(k)
-    now = host_load_cores() if load_cores is None else load_cores
+    idle, unit = IDLE["cuda" if device == "cuda" else "cpu"]
+    now = load_now(device) if load is None else load
     kept = _read(path)
     if isinstance(kept, dict) and valid(kept, k):
-        if kept["load_cores"] < IDLE_CORES or now > kept["load_cores"] - IDLE_CORES:
-            return {**kept, "reused": True, "loaded": kept["load_cores"] >= IDLE_CORES}
+        if kept["load"] < idle or now > kept["load"] - idle:
+            return {**kept, "reused": True, "loaded": kept["load"] >= idle, "load_unit": unit}
     else:
         kept = None
     got = {"key": k, **measure(device), "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-           "load_cores": round(max(now, host_load_cores() if load_cores is None else now), 2)}
+           "load": round(max(now, load_now(device) if load is None else now), 2), "load_unit": unit}
     if kept is not None:
         got = best(kept, got)
     try:
@@ -144,7 +151,17 @@ def roofs(device: str, load_cores: float | None = None) -> dict:
         atomic_write_text(path, json.dumps(got, indent=1))
     except OSError:
         pass  # a read-only cache folder: measured again by the next job, no worse than that
-    return {**got, "reused": False, "loaded": got["load_cores"] >= IDLE_CORES}
+    return {**got, "reused": False, "loaded": got["load"] >= idle}
+
+
+def load_now(device: str) -> float:
+    """How busy the device is with other work now: on a GPU NVML's busy percentage over
+    half a second (0 where NVML cannot say), on a CPU the cores busy with other work."""
+    if device == "cuda":
+        from tasks.nvml_util import gpu_busy_pct
+
+        return gpu_busy_pct() or 0.0
+    return host_load_cores()
 
 
 def host_load_cores(seconds: float = 0.3) -> float:

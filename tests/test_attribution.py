@@ -456,3 +456,28 @@ def test_real_h100_records_read_as_time_by_model_code(tmp_path):
     assert "its costliest layer, blocks.2.0.conv_dw.3 (Conv2d, backward" in report
     assert "densenet121 b16 train fp16: 31% of its GPU time a step (2.75 ms) is in features.denseblock3 " in report
     assert (tmp_path / "figures" / "modules.png").exists()
+
+
+def test_a_decompositions_nodes_take_the_module_of_their_call():
+    """SiLU's backward decomposes into sigmoid, mul, sub and add nodes that keep the stack
+    trace of the call but lose its module stack: each takes the module of a neighbour of the
+    very same stack trace that has one; a node of another call (the loss) stays of no module."""
+    import torch
+    import torch.fx as fx
+
+    from tasks.provenance import _same_call_modules
+
+    g = fx.Graph()
+    x = g.placeholder("x")
+    act_stack = {"L__self___act": ("L['self'].blocks[0].act", "SiLU")}
+    call = 'File "timm/models/x.py", line 81, in forward\n    x = self.act(x)\n'
+    cast = g.call_function(torch.ops.aten.sigmoid.default, (x,))
+    cast.meta.update(stack_trace=call, fwd_nn_module_stack=act_stack)
+    sig = g.call_function(torch.ops.aten.sigmoid.default, (cast,))
+    mul = g.call_function(torch.ops.aten.mul.Tensor, (sig, cast))
+    loss = g.call_function(torch.ops.aten.neg.default, (mul,))
+    for n in (sig, mul):
+        n.meta["stack_trace"] = call
+    loss.meta["stack_trace"] = 'File "bench.py", line 5, in forward\n    return F.cross_entropy(out, y)\n'
+    got = _same_call_modules(g)
+    assert got == {sig: act_stack, mul: act_stack}

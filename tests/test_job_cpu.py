@@ -1,6 +1,7 @@
 """The whole chain, for real, on the CPU: Hydra CLI -> job process -> torch.compile of a
 small timm model -> captured modules -> profiles -> result.json."""
 
+import gzip
 import json
 import os
 import statistics
@@ -191,6 +192,19 @@ def test_training_job_places_its_kernel_time_on_the_models_code(training_job):
     placed = [m for m in kernels["aten::convolution_backward"]["model_modules"] if not m.startswith("+")]
     assert placed and all(m.endswith("(Conv2d, backward)") for m in placed)
     assert kernels["aten::convolution_backward"]["model_source"].startswith("timm/models/")
+    # a C++ kernel's ATen ops are its own nodes' (no wrapper comment names them on a CPU)
+    cpp = [k for k in kernels.values() if k["category"] == "cpp_kernel" and k.get("model_modules")]
+    assert cpp and all(k["model_aten"] and all(op.startswith("aten.") for op in k["model_aten"]) for k in cpp), cpp[:3]
+    # the time outside the compiled graphs says what it is, and adds up
+    assert sum((mc.get("outside") or {}).values()) == pytest.approx(mc["unattributed"].get(OUTSIDE, 0.0), abs=1e-4)
+    # the trace says the scale the report applied to its CPU times (breakdown.to_unprofiled)
+    with gzip.open(rec["artifacts"]["traces"]["step"], "rt") as f:
+        raw = json.load(f)
+    assert raw["sweeper"]["profiled_scale"] == pytest.approx(rec["step"]["profiled_scale"], rel=1e-3)
+    if rec["step"]["profiled_scale"] != 1.0:
+        scaled = [e for e in raw["traceEvents"] if "sweeper scale" in (e.get("args") or {})]
+        assert scaled and all(e["args"]["sweeper dur (us)"] == pytest.approx(e["dur"] * raw["sweeper"]["profiled_scale"], abs=1e-3)
+                              for e in scaled)
     fused = [k["model_modules"] for k in kernels.values() if k["category"] == "cpp_kernel" and k.get("model_modules")]
     assert any(any(m.endswith("(BatchNorm2d, forward)") for m in f) and any(m.endswith("(ReLU, forward)") for m in f)
                for f in fused), fused

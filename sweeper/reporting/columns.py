@@ -41,7 +41,7 @@ JOB_COLUMNS: dict[str, str] = {
     "recoverable_ms": "the step's kernel time above the roofs, where its work is known, ms: what is left to win",
     "roofline_known_pct": "share of the step's kernel time whose work is known (a bound), %",
     "copy_gbps": "the device's measured copy bandwidth, GB/s (bytes read plus written)",
-    "roofs_load_cores": "cores busy with other work while the device's roofs were measured (tasks/roofs.py); 0.25 or more: the roofs are below the host's ceiling, and the report says so",
+    "roofs_loaded": "where the device's roofs were measured while other work kept it busy (tasks/roofs.py: 0.25 cores or more on a CPU, 5% GPU busy or more on a GPU), how busy: the roofs are below its ceiling, and the report says so; empty where they were measured idle",
     "matmul_tflops": "the device's measured dense matmul peak per dtype, TFLOP/s",
     "accuracy": "the compiled step against eager, PyTorch's benchmark runner's --accuracy check (tasks/accuracy.py): passed, failed, or not checked (why); none: not recorded",
     "accuracy_failed": "the tensors outside the tolerance: how many of how many, the first ones",

@@ -163,19 +163,21 @@ def slower_than_eager_notes(jobs) -> list[str]:
             "(a busy host, unsteady timings, graph breaks, a small batch)"]
 
 
-# Roofs measured with this many other cores busy are no ceiling (tasks/roofs.IDLE_CORES).
-LOADED_ROOFS_CORES = 0.25
-
-
 def loaded_roofs_notes(jobs) -> list[str]:
-    """A note naming the jobs whose roofs were measured on a busy host: their bounds are
-    lower than an idle host's, so what they leave to win reads smaller."""
-    return _note_naming(
-        jobs, "roofs_load_cores", LOADED_ROOFS_CORES, lambda r: f"{r['roofs_load_cores']:.1f} cores busy",
-        "the roofs of these jobs were measured while other work kept the host busy: {named}. A roof is a "
-        "ceiling: measured under load it is too low, so their bounds are too short and what is left to win "
-        "reads smaller than it is; a later job that finds the host idler measures them again (docs/method.md, "
-        "'How far each kernel is from the hardware')")
+    """A note naming the jobs whose roofs were measured on a busy device: their bounds are
+    lower than an idle device's, so what they leave to win reads smaller."""
+    if "roofs_loaded" not in jobs:
+        return []
+    hit = jobs[jobs["roofs_loaded"].notna()]
+    if hit.empty:
+        return []
+    named = ", ".join(f"#{job} ({load} of other work)" for job, load in zip(hit["job"][:NAMED], hit["roofs_loaded"][:NAMED]))
+    if len(hit) > NAMED:
+        named += f" and {len(hit) - NAMED} more (the jobs table's `roofs_loaded` column)"
+    return [f"the roofs of these jobs were measured while other work kept the device busy: {named}. A roof is a "
+            "ceiling: measured under load it is too low, so their bounds are too short and what is left to win "
+            "reads smaller than it is; a later job that finds the device idler measures them again (docs/method.md, "
+            "'How far each kernel is from the hardware')"]
 
 
 def all_notes(jobs) -> list[str]:

@@ -239,7 +239,9 @@ def roofline_columns(rec: Mapping[str, Any]) -> dict:
     peaks = roofs.get("matmul_tflops") or {}
     return {"bound_ms": line.get("bound_ms"), "recoverable_ms": line.get("recoverable_ms"),
             "roofline_known_pct": line["known_ms"] / line["device_ms"] * 100 if line.get("device_ms") else None,
-            "copy_gbps": roofs.get("copy_gbps"), "roofs_load_cores": roofs.get("load_cores"),
+            "copy_gbps": roofs.get("copy_gbps"),
+            "roofs_loaded": (f"{roofs['load']:g} {roofs.get('load_unit') or ''}".strip()
+                             if roofs.get("loaded") and isinstance(roofs.get("load"), (int, float)) else None),
             "matmul_tflops": ", ".join(f"{d} {v:.1f}" for d, v in peaks.items()) if peaks else None}
 
 
