@@ -103,8 +103,8 @@ def model_code(events: list[dict], device: str, label: str, breakdown: Breakdown
     ranges = tr.annotation_ranges(events, label)
     kernels = profiled_kernels(events, device, ranges)
     links = tr.transfer_links(kernels, breakdown["runs"], linked) if linked else None
-    summary, placed = attribute(kernels, modules, cast(dict, breakdown), links)
-    placed.run_of = tr.run_index(kernels, breakdown["runs"], ranges)
+    summary, placed = attribute(kernels, modules, cast(dict, breakdown), links,
+                                tr.run_index(kernels, breakdown["runs"], ranges))
     summary["links"] = ("the profiler's op of each kernel, from one more call traced with its host ops"
                         if links is not None else "none: " + ("a CPU profile is of the ops themselves" if device != "cuda"
                                                                else "no call traced with its host ops matched the profile"

@@ -130,7 +130,7 @@ def test_the_printed_rerun_command_runs_when_the_folder_has_spaces_and_quotes(tm
     assert args[:3] == ["python", "-m", "sweeper"]
     proc = run(*args[1:], "dry_run=true")  # as pasted into a shell, then a dry run of it
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "dry run: 1 jobs into" in proc.stdout and str(sweep) in proc.stdout
+    assert "dry run: 1 job into" in proc.stdout and str(sweep) in proc.stdout
 
 
 def test_an_unreadable_record_in_the_report_of_a_nightly(two_sweeps, tmp_path):

@@ -20,7 +20,7 @@ from sweeper.analysis.trace import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["image_size=32", "batch_size=2", "measure.timed_steps=3", "measure.warmup_steps=2",
-         "measure.profile_steps=2", "measure.module_rounds=3", "measure.module_calls_per_round=2",
+         "measure.profile_steps=3", "measure.module_rounds=3", "measure.module_calls_per_round=2",
          "measure.module_profile_calls=2", "measure.steady_loop_s=0.5"]
 
 

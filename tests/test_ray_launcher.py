@@ -129,7 +129,7 @@ def test_resume_reruns_a_job_whose_record_is_truncated(four_jobs):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout + proc.stderr
     assert str(broken) in out and "running the job again" in out
-    assert "Launching 1 jobs on Ray (3 kept from an earlier run)" in out
+    assert "Launching 1 job on Ray (3 kept from an earlier run)" in out
     jobs = summary(d)["jobs"]
     assert [j["reused_from_earlier_run"] for j in jobs] == [True, False, True, True]
     assert read_record(broken.parent)["status"] == "ok"

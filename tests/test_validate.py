@@ -354,7 +354,7 @@ def test_the_installed_commands_work_from_any_folder(tmp_path):
     proc = subprocess.run([str(script), "dry_run=true", f"hydra.sweep.dir={_new_sweep_dir(tmp_path)}"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "dry run: 1 jobs" in proc.stdout and "#0 (the defaults)" in proc.stdout
+    assert "dry run: 1 job " in proc.stdout and "#0 (the defaults)" in proc.stdout
     for module in ("sweeper.history", "sweeper.aggregate"):
         helped = subprocess.run([sys.executable, "-m", module, "--help"], cwd=tmp_path, capture_output=True,
                                 text=True, timeout=120)

@@ -79,6 +79,8 @@ class Placed:
     event_sites: list[tuple[tuple[Site, float], ...]] = field(default_factory=list)
     scale: float = 1.0
     run_of: list[int] | None = None  # per event, the profiled call it belongs to (trace.run_index)
+    # (layer path, class, pass, category) -> ms in each profiled call, where run_of is known
+    layer_runs: dict[tuple[str, str, str, str], list[float]] = field(default_factory=dict)
 
 
 def event_kernel_name(name: str) -> str:
@@ -119,7 +121,7 @@ def _fitting(event: Interval, gap: Sequence[Site]) -> list[Site]:
 
 
 def attribute_events(events: Sequence[Interval], modules: Sequence[Sequence[Site]], runs: int,
-                     links: Sequence[object | None] | None = None) -> Placed:
+                     links: Sequence[object | None] | None = None, run_of: Sequence[int] | None = None) -> Placed:
     """Place each profiled kernel (`events`, in start order, of `runs` profiled calls) on
     the launch sites of the compiled modules (`modules`, each its sites in call order).
 
@@ -129,7 +131,8 @@ def attribute_events(events: Sequence[Interval], modules: Sequence[Sequence[Site
     the sites in turn. Every other kernel lies between two placed neighbours and goes to
     the extern calls between their sites that can launch it (place_gap). `links`: for
     each event, the ATen op call that launched it (any value that tells one call from
-    another, as kernel_links gives), or None; a CPU trace's op event is its own link."""
+    another, as kernel_links gives), or None; a CPU trace's op event is its own link.
+    `run_of`: each event's profiled call (trace.run_index), for each layer's typical time."""
     named: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for m, sites in enumerate(modules):
         for p, site in enumerate(sites):
@@ -150,7 +153,7 @@ def attribute_events(events: Sequence[Interval], modules: Sequence[Sequence[Site
         turn[e.name] += 1
         anchors.append(pick)
         last = pick
-    placed = Placed(runs=runs)
+    placed = Placed(runs=runs, run_of=list(run_of) if run_of is not None else None)
     prev: list[tuple[int, int] | None] = []
     cur = None
     for a in anchors:
@@ -165,7 +168,7 @@ def attribute_events(events: Sequence[Interval], modules: Sequence[Sequence[Site
     while i < len(events):
         e, anchor = events[i], anchors[i]
         if anchor is not None:
-            _add(placed, e, [(modules[anchor[0]][anchor[1]], 1.0)], BY_NAME, e.dur_us / 1000 / runs)
+            _add(placed, e, [(modules[anchor[0]][anchor[1]], 1.0)], BY_NAME, e.dur_us / 1000 / runs, _run(placed, i))
             i += 1
             continue
         j = i  # the run of unnamed kernels between the same two named ones: one gap
@@ -174,7 +177,7 @@ def attribute_events(events: Sequence[Interval], modules: Sequence[Sequence[Site
         gap = _extern_between(modules, prev[i], nxt[i])
         outside = _between_graphs(modules, prev[i], nxt[i])
         own_links = [links[k] if links is not None else None for k in range(i, j)]
-        for e, got in zip(events[i:j], place_gap(events[i:j], gap, own_links)):
+        for k, (e, got) in enumerate(zip(events[i:j], place_gap(events[i:j], gap, own_links)), start=i):
             ms = e.dur_us / 1000 / runs
             if got is None:
                 reason = OUTSIDE if outside else NO_SITE
@@ -183,7 +186,7 @@ def attribute_events(events: Sequence[Interval], modules: Sequence[Sequence[Site
                 placed.events.append((f"not placed: {reason}", None))
                 placed.event_sites.append(())
             else:
-                _add(placed, e, got[0], got[1], ms)
+                _add(placed, e, got[0], got[1], ms, _run(placed, k))
         i = j
     for name, by_line in placed.source_ms.items():  # a kernel's line: its costliest site's
         placed.sources[name] = max(by_line.items(), key=lambda kv: kv[1])[0]
@@ -306,7 +309,12 @@ def _between_graphs(modules: Sequence[Sequence[Site]], before, after) -> bool:
     return ends and starts and (before is None or after is None or before[0] != after[0])
 
 
-def _add(placed: Placed, e: Interval, sites: list[tuple[Site, float]], how: str, ms: float) -> None:
+def _run(placed: Placed, i: int) -> int | None:
+    return placed.run_of[i] if placed.run_of is not None and i < len(placed.run_of) else None
+
+
+def _add(placed: Placed, e: Interval, sites: list[tuple[Site, float]], how: str, ms: float,
+         run: int | None = None) -> None:
     """One kernel's time on its sites, each site's on its layers by their shares of its
     work (Site.layer_shares); what the layers leave (nodes of no module) is not placed."""
     category = categorize(e.name, e.cat)
@@ -325,9 +333,12 @@ def _add(placed: Placed, e: Interval, sites: list[tuple[Site, float]], how: str,
             if line and (layer.path, layer.pass_) not in placed.layer_source:
                 placed.layer_source[(layer.path, layer.pass_)] = line
             each = ms * weight * share
-            row = placed.by_layer.setdefault((layer.path, layer.cls, layer.pass_, category), [0.0, 0.0])
+            key = (layer.path, layer.cls, layer.pass_, category)
+            row = placed.by_layer.setdefault(key, [0.0, 0.0])
             row[0] += each
             row[1] += weight * share / placed.runs
+            if run is not None:  # the layer's time in each profiled call, for its typical one
+                placed.layer_runs.setdefault(key, [0.0] * placed.runs)[run] += each * placed.runs
             kernels[layer.label()] = kernels.get(layer.label(), 0.0) + each
         if site.sources:
             by_line = placed.source_ms.setdefault(e.name, {})
@@ -345,8 +356,15 @@ def summary(placed: Placed) -> dict:
     """The record's `model_code` part for one profile: the rows by layer and category, how
     much was placed and how, what was not and why (ms per run)."""
     attributed = sum(placed.how.values())
+    from sweeper.analysis.trace import typical
+
+    def typical_ms(key) -> float | None:
+        calls = placed.layer_runs.get(key)
+        return round(typical(calls)[0] * placed.scale, 6) if calls else None
+
     rows = [{"module": path, "class": cls, "pass": pass_, "category": cat,
-             "device_ms": round(ms, 6), "launches": round(n, 3), "source": placed.layer_source.get((path, pass_))}
+             "device_ms": round(ms, 6), "typical_ms": typical_ms((path, cls, pass_, cat)), "launches": round(n, 3),
+             "source": placed.layer_source.get((path, pass_))}
             for (path, cls, pass_, cat), (ms, n) in sorted(placed.by_layer.items(), key=lambda kv: -kv[1][0])]
     return {
         "device_ms": placed.device_ms,
@@ -379,13 +397,14 @@ def kernel_columns(placed: Placed, kernel_rows: Iterable[dict], top: int = 3) ->
 
 
 def model_code(kernels: Sequence[Interval], modules: Sequence[Sequence[Site]], breakdown: dict,
-               links: Sequence[object | None] | None = None) -> tuple[dict, Placed]:
+               links: Sequence[object | None] | None = None,
+               run_of: Sequence[int] | None = None) -> tuple[dict, Placed]:
     """One profile's attribution, in the breakdown's own terms: the breakdown's kernel
     rows gain their model columns in place (kernel_columns), and the returned summary's
     times are scaled to the breakdown's device time (a CPU breakdown scales its profiled
     times to the unprofiled run: breakdown.to_unprofiled). Returns the summary and the
     placement (its `events` label each kernel of `kernels`)."""
-    placed = attribute_events(kernels, modules, breakdown["runs"], links)
+    placed = attribute_events(kernels, modules, breakdown["runs"], links, run_of)
     scale = breakdown["device_ms"] / placed.device_ms if placed.device_ms else 1.0
     if scale != 1.0:
         for row in placed.by_layer.values():

@@ -116,6 +116,7 @@ MODEL_MODULE_COLUMNS: dict[str, str] = {
     "pass": "forward, or backward (the forward module a backward kernel differentiates)",
     "category": "kernel category",
     "device_ms": "device time per step, ms (a kernel fusing several modules' code: split by the work of each module's nodes, docs/method.md)",
+    "typical_ms": "its time in the median profiled step, ms (a step preempted on a loaded host moves the mean, not this); the report's where-in-the-model finding ranks by it",
     "launches": "launches per step (shared the same way)",
     "source": "the model source line that calls the module (file:line, the innermost frame of its code's stack)",
 }

@@ -63,8 +63,12 @@ def where_in_model(jobs: pd.DataFrame, modules: pd.DataFrame, kernels: pd.DataFr
         mine = rows_of.get(r["job"])
         if mine is None or mine.empty or float(mine["device_ms"].sum()) <= 0:
             continue
+        typical = _typical_rows(mine)
         dev = "GPU" if isinstance(r.get("gpu"), str) and r.get("gpu") else "CPU"
         total = number(r.get("device_ms")) or float(mine["device_ms"].sum())
+        if typical is not None:  # the step's time less what its typical step's layers spent less
+            total -= float(mine["device_ms"].sum()) - float(typical["device_ms"].sum())
+            mine = typical
         depth = block_depth(mine)
         blocks = rollup(mine, depth)
         block, block_ms = str(blocks.index[0]), float(blocks.iloc[0])
@@ -99,6 +103,15 @@ def where_in_model(jobs: pd.DataFrame, modules: pd.DataFrame, kernels: pd.DataFr
                            {"block": block, "block_ms": block_ms, "block_share_pct": block_ms / total * 100,
                             "depth": depth, "model_code_pct": placed}))
     return out
+
+
+def _typical_rows(rows: pd.DataFrame) -> pd.DataFrame | None:
+    """The rows with each layer's typical time (its median profiled step's: one step
+    preempted on a loaded host does not make a layer the costliest) as their time, where
+    the record has it; None where it has not."""
+    if "typical_ms" not in rows or rows["typical_ms"].isna().all():
+        return None
+    return rows.assign(device_ms=rows["typical_ms"].fillna(rows["device_ms"]))
 
 
 def _short(name: str, width: int = 56) -> str:

@@ -267,14 +267,14 @@ def model_module_rows(rec: Record, label: str | None) -> list[dict]:
     mc = rec.get("model_code") or {}
     rows = [{"job": job, "label": label, "module": _interned(r["module"]), "class": _interned(r["class"]),
              "pass": _interned(r["pass"]), "category": _interned(r["category"]), "device_ms": r["device_ms"],
-             "launches": r.get("launches"), "source": _interned(r.get("source"))}
+             "typical_ms": r.get("typical_ms"), "launches": r.get("launches"), "source": _interned(r.get("source"))}
             for r in mc.get("rows") or []]
     outside = (mc.get("unattributed") or {}).get(OUTSIDE_GRAPHS)
     if outside:
         what = outside_what(mc)  # autograd's AccumulateGrad copies: said, not left to guess
         rows.append({"job": job, "label": label, "module": f"(outside compiled graphs: {what})" if what else OUTSIDE_ROW,
                      "class": None, "pass": "step",
-                     "category": "other", "device_ms": outside, "launches": None, "source": None})
+                     "category": "other", "device_ms": outside, "typical_ms": None, "launches": None, "source": None})
     return rows
 
 
