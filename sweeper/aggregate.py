@@ -23,6 +23,7 @@ from sweeper.reporting.model_code import module_pairs, where_in_model
 from sweeper.reporting.notes import all_notes
 from sweeper.reporting.roofline import most_to_win, ranking
 from sweeper.reporting.overview import SMALL_SWEEP_JOBS, overview
+from sweeper.reporting.sweep_tables import records_manifest, write_table
 from sweeper.reporting.sweeps import compare_builds, earlier_comparison
 
 TABLES_DIR, FIGURES_DIR, REPORT_FILE = "tables", "figures", "report.html"
@@ -36,13 +37,14 @@ PAGE_MAX_BYTES = 5_000_000
 def aggregate(sweep_dir: Path) -> Path:
     """Write tables/, figures/ and report.html into the sweep folder; returns the report.
     The sweep is read once (load.read_sweep) and handed to every step."""
+    made_from = records_manifest(Path(sweep_dir))  # the records as they are read: later comparisons check it
     sweep = read_sweep(Path(sweep_dir))
     tdir = sweep.path / TABLES_DIR
     tdir.mkdir(exist_ok=True)
     for name, df in (("jobs", sweep.jobs), ("categories", sweep.cats), ("kernels", sweep.kernels),
                      ("microbench", sweep.bench), ("modules", sweep.model_modules),
                      ("recoverable", ranking(sweep.recoverable)), ("autotune_decisions", sweep.decisions)):
-        df.to_parquet(tdir / f"{name}.parquet", index=False)
+        write_table(df, tdir / f"{name}.parquet", made_from)
         df.to_csv(tdir / f"{name}.csv", index=False)
     # what follows reads the step's kernels only: the modules' rows (most of a large sweep's) go
     sweep.kernels = sweep.kernels[sweep.kernels["scope"] == "step"].reset_index(drop=True)

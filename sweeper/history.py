@@ -64,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="earlier complete sweeps whose spread counts as noise (default %(default)s)")
     c.add_argument("--out", type=Path, help="also write compare_jobs.csv and compare_kernels.csv into this folder")
     c.add_argument("--fail-on-regression", action="store_true",
-                   help="exit with code 1 when any job is flagged (slower, faster, or its status changed)")
+                   help="exit with code 1 when any job is flagged (slower, faster, or its status or its check against eager changed)")
     c.add_argument("--between", choices=[sw.BUILD_KEY],
                    help="compare the builds of one sweep (python=a,b) with each other, not two sweeps")
     t = sub.add_parser("trend", help="compiled step time over the last sweeps", description=TREND_HELP)

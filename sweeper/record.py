@@ -224,3 +224,25 @@ def relocate(record: Record, old: str, new: str) -> Record:
     for m in out.get("modules", []):
         m["trace"], m["artifact"] = move(m.get("trace")), move(m.get("artifact"))
     return out
+
+
+def storage_missed(record: Mapping[str, Any]) -> str | None:
+    """What of the job missed its shared storage (hydra.launcher.storage_path), or None: its
+    folder came back through Ray instead (job.storage_note), or its compile could not be
+    kept there (timings.compile_store.notes)."""
+    notes = [(record.get("job") or {}).get("storage_note")]
+    notes += [n for n in (((record.get("timings") or {}).get("compile_store") or {}).get("notes") or [])
+              if "could not be kept in" in str(n) or "could not be put in storage" in str(n)]
+    said = [no_colour(str(n)) for n in notes if n]
+    return "; ".join(said) if said else None
+
+
+def accuracy_of(record: Mapping[str, Any]) -> str | None:
+    """passed, failed (with how many tensors), or None where the job's step was not checked
+    against eager (tasks/accuracy.py)."""
+    acc = record.get("accuracy") or {}
+    if not acc.get("checked"):
+        return None
+    if acc.get("passed"):
+        return "passed"
+    return f"failed: {acc.get('failed_count')} of {acc.get('compared')} tensors outside tolerance {acc.get('tolerance')}"

@@ -106,6 +106,9 @@ class JobInfo(TypedDict, total=False):
     stored_at: str
     stored_bytes: int
     storage_note: str
+    storage: str  # the storage's URI (credentials never: they are refused), for resume's check of stored_at
+    # a task Ray ran again after its worker or node was lost: {"attempt", "why", "host"}
+    retried: dict[str, Any]
     # bytes through the driver: the spec out to the job's worker, what came back from it
     driver_bytes: dict[str, int | None]
 

@@ -35,11 +35,16 @@ def profile_calls(fn: Callable[[], object], n: int, device: str, label: str, tra
                 fn()
         synchronize(device)
     trace_path.parent.mkdir(parents=True, exist_ok=True)
-    raw = trace_path.with_suffix("")  # x.json.gz -> x.json
-    prof.export_chrome_trace(str(raw))
-    with open(raw, "rb") as src, gzip.open(trace_path, "wb", compresslevel=6) as dst:
-        shutil.copyfileobj(src, dst)
-    os.unlink(raw)
+    # exported where the path has no backslash: the profiler writes `\` as `/` (a sweep
+    # folder named with one failed every job in profile_step), then compressed to its place
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="sweeper-trace-") as tmp:
+        raw = Path(tmp) / "trace.json" if "\\" not in tmp else trace_path.with_suffix("")
+        prof.export_chrome_trace(str(raw))
+        with open(raw, "rb") as src, gzip.open(trace_path, "wb", compresslevel=6) as dst:
+            shutil.copyfileobj(src, dst)
+        raw.unlink(missing_ok=True)
     return tr.load_trace(trace_path)
 
 

@@ -367,9 +367,11 @@ def test_sigterm_while_ray_starts_cancels_the_sweep_and_leaves_no_process(tmp_pa
     assert left == [], f"still running 15 s after the sweep was stopped: {left}"
 
 
-def sweep_killing_the_worker(tmp_path, *extra, settle_s=0.0):
+def sweep_killing_the_worker(tmp_path, *extra, until_in_log: str | None = None):
     """A one-job sweep whose Ray worker is killed mid-job (SIGKILL to the job process's
-    parent): (the finished process, its output, the job process's pid)."""
+    parent), once the job's log says `until_in_log` where given (waited for, not timed: a
+    loaded machine's job had written nothing 3 s in): (the finished process, its output,
+    the job process's pid)."""
     scratch = tmp_path / "scratch"
     proc = subprocess.Popen(
         [sys.executable, "-m", "sweeper", "model=test_resnet", *TINY, "timeout_s=300", *extra,
@@ -382,7 +384,12 @@ def sweep_killing_the_worker(tmp_path, *extra, settle_s=0.0):
             job_pid = found.stdout.split()[0] if found.stdout.split() else None
             time.sleep(0.5)
         assert job_pid, "the job process never started"
-        time.sleep(settle_s)
+        if until_in_log:
+            logs = list(scratch.rglob("job.log"))
+            while time.time() < deadline and not any(until_in_log in p.read_text(errors="replace") for p in logs):
+                time.sleep(0.2)
+                logs = list(scratch.rglob("job.log"))
+            assert any(until_in_log in p.read_text(errors="replace") for p in logs), f"no {until_in_log!r} in the job's log"
         worker_pid = int(Path(f"/proc/{job_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
         os.kill(worker_pid, signal.SIGKILL)  # the Ray worker holding the job dies mid-job
         out, _ = proc.communicate(timeout=600)
@@ -400,12 +407,17 @@ def test_ray_worker_killed_mid_job_is_retried(tmp_path):
     assert not Path(f"/proc/{job_pid}").exists(), "the first attempt's job process outlived its worker"
     s = summary(tmp_path / "sweep")
     assert s["counts"]["ok"] == 1  # retried on a fresh worker (max_retries_on_node_loss=1)
+    # said, not left to Ray's own lines: on the terminal, in the record and the summary (faults round 5, case 8)
+    assert "#0 ran again after its worker or node was lost" in out and "runs again (attempt 2)" in out, out[-4000:]
+    rec = read_record(tmp_path / "sweep" / "0")
+    assert rec["job"]["retried"]["attempt"] == 2 and s["jobs"][0]["retried"].startswith("attempt 2 on ")
 
 
 @pytest.mark.slow
 def test_a_job_whose_worker_died_with_no_retry_left_names_a_log_that_exists(tmp_path):
-    # killed 3 s into its phases, with no retry left
-    proc, out, _ = sweep_killing_the_worker(tmp_path, "hydra.launcher.max_retries_on_node_loss=0", settle_s=3.0)
+    # killed once its log says a phase began, with no retry left
+    proc, out, _ = sweep_killing_the_worker(tmp_path, "hydra.launcher.max_retries_on_node_loss=0",
+                                            until_in_log="[sweeper] phase")
     assert proc.returncode == 1, out[-4000:]
     job = summary(tmp_path / "sweep")["jobs"][0]
     assert job["status"] == "failed" and "Ray task failed" in job["reason"]

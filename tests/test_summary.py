@@ -22,7 +22,7 @@ def test_summary_and_closing_report(tmp_path):
             sm.job_entry(1, ["model=b"], tmp_path / "1", rec("failed", "timed out after 5 s"))]
     path = sm.write_summary(tmp_path, jobs, started=0.0, command=["model=a,b"], done=True)
     data = json.loads(path.read_text())
-    assert data["counts"] == {"ok": 1, "failed": 1, "skipped": 0, "cancelled": 0}
+    assert data["counts"] == {"ok": 1, "failed": 1, "skipped": 0, "cancelled": 0, "accuracy_failed": 0, "storage_missed": 0}
     text, failed = sm.closing_report(jobs, tmp_path, ["model=a,b", f"hydra.sweep.dir={tmp_path}"])
     assert failed
     assert "failed    #1 model=b: timed out after 5 s" in text

@@ -68,9 +68,17 @@ def setting_problem(key: str, value: Any) -> str | None:
             return f"{name}={value}: {'a whole number' if plain is int else 'a number'}"
         if value != value:  # nan
             return f"{name}={value}: a number"
+        if value in (float("inf"), float("-inf")):  # Ray takes no infinite resource: a traceback once it started
+            return f"{name}={value}: a finite number"
         least, allowed = LEAST.get(key, (float("-inf"), True))
         if value < least or (value == least and not allowed):
             return f"{name}={value}: {'at least' if allowed else 'more than'} {least:g}"
+    if key == "storage_path" and value:
+        from sweeper.stores.storage import credentials_in
+
+        problem = credentials_in(str(value))
+        if problem:
+            return problem
     if key in CHOICES and str(value) not in CHOICES[key]:
         return f"{name}={value}: one of {', '.join(CHOICES[key])}"
     if key == "jobs_per_gpu":
@@ -81,6 +89,25 @@ def setting_problem(key: str, value: Any) -> str | None:
         except packing.PackingError as e:
             return str(e)
     return None
+
+
+def embedded_resource_problems(full) -> list[str]:
+    """A job's resources that the embedded Ray (this machine's CPUs and GPUs) can never give:
+    such a job waits forever ("1 running" with nothing running). A cluster's nodes are asked
+    once the driver joins it."""
+    from sweeper.sweep.machine import nvml_gpus
+
+    out = []
+    cpus = os.cpu_count() or 1
+    if full.num_cpus_per_job is not None and full.num_cpus_per_job > cpus:
+        out.append(f"hydra.launcher.num_cpus_per_job={full.num_cpus_per_job:g}: this machine has {cpus} CPUs, so no "
+                   f"job could ever start; give at most {cpus}")
+    gpus = nvml_gpus()[0]
+    if full.num_gpus_per_job is not None and gpus is not None and full.num_gpus_per_job > max(gpus, 0) \
+            and full.num_gpus_per_job > 0:
+        out.append(f"hydra.launcher.num_gpus_per_job={full.num_gpus_per_job:g}: this machine has {gpus} GPUs, so no "
+                   "job could ever start" + (f"; give at most {gpus}" if gpus else "; give 0 to run on its CPUs"))
+    return out
 
 
 def scratch_problem(path: str) -> str | None:
@@ -108,12 +135,16 @@ def settings_problems(conf: dict) -> list[str]:
         problem = scratch_problem(full.scratch_dir)
         if problem:
             out.append(problem)
+        out += embedded_resource_problems(full)
     if not out and full.storage_path:  # written and read back from here, before any job runs
         from sweeper.stores.storage import Storage, StorageError
 
+        from sweeper.stores.storage import credentials_in
+
         try:
-            storage = Storage.of(full.storage_path)
-            problem = storage.problem() if storage else None
+            problem = credentials_in(full.storage_path)  # refused before anything is tried, or written
+            storage = Storage.of(full.storage_path) if not problem else None
+            problem = problem or (storage.problem_within() if storage else None)
         except StorageError as e:
             problem = f"hydra.launcher.{e}; e.g. s3://bucket/prefix or a folder every node sees"
         if problem:

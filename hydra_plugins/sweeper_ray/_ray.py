@@ -16,6 +16,7 @@ from hydra_plugins.sweeper_ray import ray_internals
 from hydra_plugins.sweeper_ray._address import check_ray_address
 from hydra_plugins.sweeper_ray._reaper import watch_embedded_ray
 from sweeper.job_spec import GpuLeaseSpec, JobSpec
+from sweeper.record import write_record
 from sweeper.stores import compile_store
 from sweeper.sweep.settings import LauncherSettings, settings_of
 from sweeper.sweep.validate import SweepConfigError, stop_on_problem
@@ -32,6 +33,7 @@ def init_ray(conf: LauncherSettings | dict) -> str:
 
     if ray.is_initialized():
         return "already initialized"
+    _plain_logs()
     if address:
         # An existing cluster: ask it for nothing (resources, dashboard) at init. A wrong
         # address would keep ray.init retrying or hanging for minutes: check it in seconds.
@@ -68,19 +70,26 @@ def init_ray(conf: LauncherSettings | dict) -> str:
 
 
 def _quiet_start() -> None:
-    """Two things Ray prints that a sweep's user should not read: with RAY_AUTH_MODE unset,
+    """What Ray prints that a sweep's user should not read: with RAY_AUTH_MODE unset,
     Ray 2.60 turns token authentication on and says "Set RAY_AUTH_MODE=disabled to opt
     out", an invitation to weaken what this launcher keeps on; setting the mode to token
-    explicitly, as Ray's own default does, keeps it on without the hint. And in a log
-    written to a file (stdout not a terminal), the colour codes around each job line's
-    prefix (RAY_COLOR_PREFIX=0 drops them; the driver prints those lines)."""
+    explicitly, as Ray's own default does, keeps it on without the hint (and the colour
+    codes and de-duplication notices of the job lines: _plain_logs)."""
     if "RAY_AUTH_MODE" not in os.environ:
         try:
             ray_internals.enable_token_auth()  # RAY_AUTH_MODE=token, and Ray's cached config told
         except ImportError:  # another Ray version: its own default stands
             pass
+
+
+def _plain_logs() -> None:
+    """The job lines the driver relays, as a log file reads them, embedded or on a cluster:
+    without colour codes around their prefix where stdout is no terminal
+    (RAY_COLOR_PREFIX=0), and without Ray's de-duplication, which folds identical lines of
+    different jobs into "[repeated Nx across cluster]" notices (RAY_DEDUP_LOGS=0)."""
     if not sys.stdout.isatty():
         os.environ.setdefault("RAY_COLOR_PREFIX", "0")
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 
 
 def _join(address: str, runtime_env: dict | None) -> None:
@@ -230,7 +239,17 @@ def run_in_worker(spec: JobSpec, scratch_job_dir: str, timeout_s: float | None,
     # storage, the node's copy of the stored compile
     seed = compile_store.fetch(spec.compile_seed, node_stores) if storage else spec.compile_seed
     spec = dataclasses.replace(spec, gpu_lease=lease, compile_seed=seed)
+    attempt = _attempt()
+    if attempt:  # said on the terminal as it starts, and in the record
+        print(f"[job {spec.job_id}] runs again (attempt {attempt + 1}): its worker or node was lost, and Ray ran its "
+              "task again (hydra.launcher.max_retries_on_node_loss)", flush=True)
     record = run_job_process(spec, job_dir, timeout_s, progress_printer(spec.job_id))
+    if attempt:
+        record.setdefault("job", {})["retried"] = {
+            "attempt": attempt + 1, "why": "its Ray worker or node was lost while it ran: Ray ran its task again "
+                                           "(hydra.launcher.max_retries_on_node_loss), from the start",
+            "host": socket.gethostname()}
+        write_record(job_dir, record)
     where = {"scratch": str(job_dir), "host": socket.gethostname(), "node_id": ray.get_runtime_context().get_node_id(),
              "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
     if storage and stored_at:
@@ -238,6 +257,14 @@ def run_in_worker(spec: JobSpec, scratch_job_dir: str, timeout_s: float | None,
     # the scratch folder stays until the driver has written the bundle into the sweep folder
     # (discard_scratch): a driver that cannot (a full disk) names it as where the results are
     return {"record": record, "bundle": _results.pack(job_dir), **where}
+
+
+def _attempt() -> int:
+    """This task's attempt (0: the first), where Ray can say; 0 where it cannot."""
+    try:
+        return ray_internals.task_attempt()
+    except (AttributeError, ImportError, TypeError, ValueError):
+        return 0
 
 
 def check_on_nodes(envs: dict[str, str], need_triton: bool) -> tuple[dict[str, dict], list[str]]:

@@ -118,6 +118,7 @@ def to_storage(record: Record, job_dir: Path, config: dict, storage_uri: str, st
         return {"record": record, "bundle": pack(job_dir), **where}
     record = relocate(record, where["scratch"], storage.location(stored_at))
     record["job"]["stored_at"], record["job"]["stored_bytes"] = storage.location(stored_at), stored_bytes
+    record["job"]["storage"] = storage.uri  # resume checks the folder is still there (control.stored_artifacts_missing)
     out = {"record": record, "entries": entries.read_bytes() if entries.is_file() else None,
            "stored": storage.location(stored_at), **where}
     remove_scratch(job_dir)  # everything worth keeping is in the storage

@@ -10,6 +10,7 @@ does today).
 - logs_dir: ray._private.worker.global_worker.node.get_logs_dir_path()
 - canonical_address: ray._private.services.canonicalize_bootstrap_address
 - gcs_client: ray._raylet.GcsClient
+- task_attempt: ray._private.worker.global_worker.core_worker.get_current_task_attempt_number()
 """
 
 from __future__ import annotations
@@ -64,3 +65,11 @@ def gcs_client(address: str) -> Any:
     from ray._raylet import GcsClient  # type: ignore[attr-defined]  # Cython: no type information
 
     return GcsClient(address=address)
+
+
+def task_attempt() -> int:
+    """Which attempt of the running task this is (0 the first; 1 once Ray ran it again after
+    its worker or node was lost). AttributeError on a Ray without it."""
+    import ray
+
+    return int(ray._private.worker.global_worker.core_worker.get_current_task_attempt_number())  # type: ignore[attr-defined]

@@ -137,10 +137,30 @@ def host_moved(r, threshold_pct: float) -> float | None:
     return change if change_verdict(change, r.get("noise_pct"), threshold_pct) in FLAGGING else None
 
 
+def _accuracy(value) -> str | None:
+    """passed or failed from a jobs table's accuracy column ("not checked: ..." and empty:
+    None)."""
+    text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+    return text if text in ("passed", "failed") else None
+
+
+def accuracy_change(r) -> str | None:
+    """"accuracy passed -> failed" (or back) where both runs checked the compiled step
+    against eager and the verdicts differ; None otherwise."""
+    old, new = _accuracy(r.get("accuracy_old")), _accuracy(r.get("accuracy_new"))
+    return f"accuracy {old} -> {new}" if old and new and old != new else None
+
+
 def verdict(r, threshold_pct: float) -> tuple[str, str]:
-    """(verdict, why) for one row of compare_jobs (old and new both present)."""
+    """(verdict, why) for one row of compare_jobs (old and new both present). A step that
+    no longer computes what eager does is a change of status: its times are of another
+    computation, flagged before any timing."""
     if r["status_old"] != r["status_new"]:
         return f"status {r['status_old']} -> {r['status_new']}", "status"
+    acc = accuracy_change(r)
+    if acc:
+        return acc, ("the compiled step no longer computes what eager does (tasks/accuracy.py)"
+                     if acc.endswith("failed") else "the compiled step computes what eager does again")
     wall = change_verdict(r["step_change_pct"], r["noise_pct"], threshold_pct)
     if r.get("cpu"):  # the host is the device
         if wall == CANNOT_JUDGE:
@@ -182,7 +202,7 @@ def compare_jobs(old: pd.DataFrame, new: pd.DataFrame, threshold_pct: float = DE
     of each (history_noise_pct). Jobs in only one sweep are `new job` or `gone`."""
     shares = [c for c in new.columns if c.startswith("share_")]
     cols = ["key", "label", "status", "step_ms", "step_noise_pct", "device_ms", "kernel_launches", "busy_pct", "gpu",
-            "eager_step_ms", *shares]
+            "eager_step_ms", "accuracy", *shares]
 
     def one_per_key(t: pd.DataFrame) -> pd.DataFrame:
         # jobs of one configuration (seeds): the first that finished ok stands for it
@@ -221,7 +241,7 @@ def compare_jobs(old: pd.DataFrame, new: pd.DataFrame, threshold_pct: float = DE
     judged = [one(r) for _, r in m.iterrows()]
     m["verdict"] = [v for v, _ in judged]
     m["why"] = [w for _, w in judged]
-    keep = ["key", "label", "status_old", "status_new", "gpu_old", "gpu_new", "step_ms_old",
+    keep = ["key", "label", "status_old", "status_new", "accuracy_old", "accuracy_new", "gpu_old", "gpu_new", "step_ms_old",
             "step_ms_new", "step_change_pct", "step_noise_pct_old", "step_noise_pct_new",
             "history_noise_pct", "noise_pct", "device_ms_old", "device_ms_new", "device_change_pct",
             "device_noise_pct", "launches_old", "launches_new", "eager_change_pct", "verdict", "why", "busy_pct_old",
@@ -231,8 +251,9 @@ def compare_jobs(old: pd.DataFrame, new: pd.DataFrame, threshold_pct: float = DE
 
 
 def flagged(table: pd.DataFrame) -> pd.DataFrame:
-    """Rows whose step time moved beyond threshold and noise, or whose status changed."""
+    """Rows whose step time moved beyond threshold and noise, or whose status or accuracy
+    verdict changed."""
     v = table["verdict"].fillna("")
-    return table[v.isin(FLAGGING) | v.str.startswith("status ")]
+    return table[v.isin(FLAGGING) | v.str.startswith("status ") | v.str.startswith("accuracy ")]
 
 

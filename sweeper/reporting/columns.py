@@ -36,6 +36,7 @@ JOB_COLUMNS: dict[str, str] = {
     "recompiles": "frames compiled again after a guard failed; none: not recorded",
     "model_code_pct": "share of the step's kernel time inside compiled graphs placed on a model module and source line, % (sweeper/analysis/attribution.py); none: not recorded",
     "outside_graphs_ms": "kernel time a step outside compiled graphs (eager code between them), ms",
+    "storage_missed": "what of the job missed the sweep's shared storage (hydra.launcher.storage_path): its folder came back through Ray instead, or its compile was kept in the driver's compile store; empty where nothing did",
     "outside_graphs_what": "what most of that time is, with its share: the autograd node that ran it on a CPU (AccumulateGrad: each parameter's gradient copied into its .grad), the ATen op on a GPU",
     "bound_ms": "the step's kernel time at the device's roofs, where its work is known, ms (sweeper/analysis/roofline.py)",
     "recoverable_ms": "the step's kernel time above the roofs, where its work is known, ms: what is left to win",

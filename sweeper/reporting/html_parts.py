@@ -49,13 +49,42 @@ def log_of(row, entries: dict) -> str | None:
     return text_of(row["log"]) or text_of(entry.get("log"))
 
 
+# Object stores a record's artifacts can lie in (hydra.launcher.storage_path), and the
+# command that brings a copy of one: a browser cannot open them.
+FETCH = {"s3": "aws s3 cp{r} {uri} .", "gs": "gsutil cp{r} {uri} .", "gcs": "gsutil cp{r} {uri} .",
+         "hdfs": "hdfs dfs -get {uri} ."}
+_RECURSIVE = {"s3": " --recursive", "gs": " -r", "gcs": " -r"}
+LINKABLE = ("http", "https", "file")  # the only schemes a report links to
+
+
 def link(path: str | None, sweep_dir: Path, text: str) -> str:
+    """A link to a job's file: relative to the sweep folder for a path (the folder can be
+    copied elsewhere), as it is for http(s) and file URIs; an object store's URI shown as
+    text with the command that fetches it; any other scheme (a crafted record's
+    `javascript:`) never a link."""
+    from urllib.parse import urlsplit
+
     if path is None or not text_of(path):
         return "–"
+    path = str(path)
+    scheme = urlsplit(path).scheme.lower() if "://" in path or ":" in path.split("/", 1)[0] else ""
+    if len(scheme) == 1:  # a Windows drive letter, not a scheme
+        scheme = ""
+    if scheme in FETCH or (scheme and "://" in path and scheme not in LINKABLE):
+        folder = "." not in path.rstrip("/").rsplit("/", 1)[-1]  # a job's folder, not one of its files
+        how = FETCH.get(scheme, "").format(uri=path, r=_RECURSIVE.get(scheme, "") if folder else "")
+        return (f"<code title='{esc('fetch it with: ' + how) if how else 'in object storage'}'>{esc(path)}</code>"
+                + (f" <span class='small'>({esc(how)})</span>" if how else ""))
+    if scheme in LINKABLE:
+        return f'<a href="{esc(path)}">{esc(text)}</a>'
+    if scheme:  # javascript:, data:, vbscript: and the like: shown, never followed
+        return f"<code>{esc(path)}</code>"
     try:
         href = os.path.relpath(path, sweep_dir)  # relative: the folder can be copied elsewhere
     except ValueError:
         href = path
+    if ":" in href.split("/", 1)[0]:  # a relative path whose first part a browser would read as a scheme
+        href = "./" + href
     return f'<a href="{esc(href)}">{esc(text)}</a>'
 
 

@@ -180,7 +180,23 @@ def loaded_roofs_notes(jobs) -> list[str]:
             "'How far each kernel is from the hardware')"]
 
 
+def storage_missed_notes(jobs) -> list[str]:
+    """A note naming the jobs whose results missed the sweep's shared storage: their folders
+    are in the sweep folder (they came back through Ray), not where the others are."""
+    if "storage_missed" not in jobs:
+        return []
+    hit = jobs[jobs["storage_missed"].notna() & (jobs["storage_missed"] != "")]
+    if hit.empty:
+        return []
+    named = ", ".join(f"#{job} ({str(why)[:160]})" for job, why in zip(hit["job"][:NAMED], hit["storage_missed"][:NAMED]))
+    if len(hit) > NAMED:
+        named += f" and {len(hit) - NAMED} more (the jobs table's `storage_missed` column)"
+    return [f"these jobs missed the sweep's shared storage: {named}. Their results are complete, in the sweep folder; "
+            "a compile kept in the driver's compile store goes to the storage when the job next runs"]
+
+
 def all_notes(jobs) -> list[str]:
     """Every note about the sweep's jobs, in the order the report shows them."""
     return (slower_than_eager_notes(jobs) + packing_notes(jobs) + busy_nvml_notes(jobs) + busy_host_notes(jobs) + unsteady_timing_notes(jobs)
-            + launch_speed_notes(jobs) + microbench_failed_notes(jobs) + loaded_roofs_notes(jobs))
+            + launch_speed_notes(jobs) + microbench_failed_notes(jobs) + loaded_roofs_notes(jobs)
+            + storage_missed_notes(jobs))

@@ -53,23 +53,68 @@ _KERNEL_READ = ["job", "label", "scope", "kernel", "category", "device_ms", "cou
                 "model_modules"]
 
 
+MANIFEST_KEY = b"sweeper.records"  # the tables' own metadata: which records they were made from
+
+
+def records_manifest(sweep: Path) -> str:
+    """Which files a sweep's tables are made from, as JSON: summary.json and each job's
+    result.json with its size, modification time (ns) and inode. A record copied in with
+    an older time (`cp -p`), touched, or tables copied from another sweep no longer match:
+    modification times alone let both through."""
+    sweep = Path(sweep)
+    files = [sweep / "summary.json"] + sorted(sweep.glob("*/result.json"))
+    out = {}
+    for f in files:
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        out[f.relative_to(sweep).as_posix()] = [st.st_size, st.st_mtime_ns, st.st_ino]
+    return json.dumps(out, sort_keys=True)
+
+
+def write_table(df: pd.DataFrame, path: Path, manifest: str) -> None:
+    """A table as Parquet, carrying `manifest` (records_manifest) in its own metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}), MANIFEST_KEY: manifest.encode()})
+    pq.write_table(table, path)
+
+
+def _made_from(path: Path) -> str | None:
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(path).metadata or {}
+    got = meta.get(MANIFEST_KEY)
+    return got.decode() if got else None
+
+
+# Columns the comparisons compute with: a table whose values there are not numbers (a
+# jobs.parquet written by hand) is not the aggregate's, and the records are read instead.
+_NUMERIC = ("job", "device_ms", "compiled_step_ms", "busy_pct", "kernel_launches")
+
+
 def _from_parquet(sweep: Path, kernels: bool = True) -> SweepTables | None:
-    """The sweep's tables as its aggregate wrote them, where they are at least as new as
-    summary.json and every result.json (else a resume or a re-run changed the records
-    since) and hold every column this version reads; None otherwise."""
+    """The sweep's tables as its aggregate wrote them, where they say they were made from
+    the records and summary.json as they are now (the same sizes, modification times and
+    files: records_manifest; else a resume, a re-run or a copy changed them since, or the
+    tables came from another sweep) and hold every column this version reads, of the
+    right types; None otherwise."""
     tdir = Path(sweep) / "tables"
     jobs_path, kernels_path = tdir / "jobs.parquet", tdir / "kernels.parquet"
     try:
-        written = min(jobs_path.stat().st_mtime, kernels_path.stat().st_mtime)
-        newest = max([(Path(sweep) / "summary.json").stat().st_mtime]
-                     + [p.stat().st_mtime for p in Path(sweep).glob("*/result.json")])
-    except OSError:
-        return None
-    if written < newest:
+        now = records_manifest(Path(sweep))
+        if _made_from(jobs_path) != now or (kernels and _made_from(kernels_path) != now):
+            return None
+    except (OSError, ValueError, ArrowException):
         return None
     try:
         jobs = pd.read_parquet(jobs_path)
         if not set(tables.JOB_COLUMNS) <= set(jobs.columns):  # written by an older sweeper
+            return None
+        if not all(pd.api.types.is_numeric_dtype(jobs[c]) or jobs[c].isna().all() for c in _NUMERIC if c in jobs):
             return None
         overrides = _overrides(sweep)
         if overrides and set(jobs["job"]) != set(overrides):  # a job its aggregate left out: the records say why

@@ -28,7 +28,7 @@ from sweeper.analysis.categories import CATEGORIES
 from sweeper.analysis.kernels import microbench_failures
 from sweeper.analysis.kernel_diff import source_hash
 from sweeper.analysis.regression import step_noise_pct
-from sweeper.record import Record, ran_config
+from sweeper.record import Record, ran_config, storage_missed
 # the tables' columns (columns.py) and the jobs' labels (labels.py), read as tables.X too
 from sweeper.reporting.columns import (BENCH_COLUMNS, CATEGORY_COLUMNS, DECISION_COLUMNS, JOB_COLUMNS,  # noqa: F401
                                        JOB_SHARE_PREFIX, KERNEL_COLUMNS, MODEL_MODULE_COLUMNS, RECOVERABLE_COLUMNS)
@@ -218,7 +218,8 @@ def model_code_columns(rec: Mapping[str, Any]) -> dict:
             "recompiles": graphs.get("recompiles"),
             "model_code_pct": mc["attributed_ms"] / inside * 100 if mc and inside > 0 else None,
             "outside_graphs_ms": (outside or 0.0) if mc else None,
-            "outside_graphs_what": outside_what(mc) if mc else None}
+            "outside_graphs_what": outside_what(mc) if mc else None,
+            "storage_missed": storage_missed(rec)}
 
 
 def outside_what(mc: Mapping[str, Any]) -> str | None:

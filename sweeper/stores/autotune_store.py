@@ -122,7 +122,23 @@ def shape_problem(doc: dict) -> str | None:
     for key in ("kernel_code", "system", "repeats"):
         if doc.get(key) is not None and not isinstance(doc[key], dict):
             return f"{key} is {type(doc[key]).__name__}, not a mapping"
+    for op, by_inputs in (doc.get("repeats") or {}).items():  # op -> inputs -> precision -> choice -> [ms, ...]
+        if not isinstance(by_inputs, dict):
+            return f"repeats[{op!r}] is {type(by_inputs).__name__}, not a mapping of inputs"
+        for inputs, by_precision in by_inputs.items():
+            if not isinstance(by_precision, dict) or not all(
+                    isinstance(c, dict) and all(isinstance(t, list) and all(_number(x) for x in t) for t in c.values())
+                    for c in by_precision.values()):
+                return f"repeats[{op!r}][{str(inputs)[:40]!r}] is not precisions to choices to lists of timings"
+    system = doc.get("system") or {}
+    for key in ("device",):  # what `store show` and `decisions` read of it
+        if system.get(key) is not None and not isinstance(system[key], dict):
+            return f"system.{key} is {type(system[key]).__name__}, not a mapping"
     return None
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def _set_aside(path: Path, error: StoreError) -> str:
@@ -138,11 +154,15 @@ def write_doc(path: Path, doc: dict) -> None:
 @contextmanager
 def locked(folder: Path, system: str):
     """The store's lock for one system's file: every reader and writer of the store takes it."""
-    with open(folder / f"{system}.lock", "w") as lock:
+    path = folder / f"{system}.lock"
+    existed = path.exists()
+    with open(path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
         finally:
+            if not existed and not (folder / f"{system}.json").exists():
+                path.unlink(missing_ok=True)  # a lock for a file that never came to be (a refused import)
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 

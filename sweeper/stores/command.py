@@ -36,7 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sweeper.stores import autotune_store as st
-from sweeper.stores.export import StoreCommandError, export, import_, keys, read_export
+from sweeper.stores.export import StoreCommandError, export, import_, keys, printable, read_export
 
 
 def default_store() -> Path:
@@ -76,7 +76,7 @@ def show(store: Path) -> int:
         except st.StoreError as e:
             print(f"  {path}: unreadable ({e}); a sweep sets it aside when it next reads it")
             continue
-        print(f"{k['torch']:<18} {k['system'][:12]:<14} {(k['gpu'] or 'no GPU')[:26]:<26} {k['ops']:>5} "
+        print(f"{printable(k['torch']):<18} {printable(k['system'])[:12]:<14} {printable(k['gpu'] or 'no GPU')[:26]:<26} {k['ops']:>5} "
               f"{k['choices']:>8} {k['kernel_configs']:>14} {k['bytes'] / 1e3:>7.0f}kB  {_when(k['last_used'])}")
     return 0
 
@@ -122,7 +122,7 @@ def decisions(store: Path, against: list[Path], top: int, csv: Path | None) -> i
         sums = ad.summary(rows)
         gaps = ad.relative_gaps(runs)
         noise = ad.noise_pct(gaps)
-        print(f"{rel} ({((doc.get('system') or {}).get('device') or {}).get('name') or 'no GPU'}): "
+        print(f"{printable(rel)} ({printable(((doc.get('system') or {}).get('device') or {}).get('name') or 'no GPU')}): "
               f"{sums['decisions']} ops decided; noise {f'{noise:.1f}%' if noise is not None else 'unknown'} "
               f"({len(gaps)} repeated timings); {sums['within_noise']} within noise, {sums['beyond_noise']} beyond; "
               f"templates won {sums['templates_won']}, {sums['templates_won_beyond_noise']} beyond noise of the "
@@ -132,7 +132,7 @@ def decisions(store: Path, against: list[Path], top: int, csv: Path | None) -> i
         print(f"  {'op':<12} {'winner':<26} {'ms':>8} {'margin %':>9} {'mark':<14} {'vs library %':>12} {'mark':<14}")
         for r in rows[:top]:
             lib = r["library_margin_pct"]
-            print(f"  {r['op']:<12} {r['winner'][:26]:<26} {r['winner_ms']:>8.4f} "
+            print(f"  {printable(r['op']):<12} {printable(r['winner'])[:26]:<26} {r['winner_ms']:>8.4f} "
                   f"{r['margin_pct'] if r['margin_pct'] is not None else float('nan'):>9.1f} {r['mark']:<14} "
                   f"{lib if lib is not None else float('nan'):>12.1f} {r['library_mark']:<14}")
         if len(rows) > top:
@@ -141,7 +141,11 @@ def decisions(store: Path, against: list[Path], top: int, csv: Path | None) -> i
     if csv is not None:
         import pandas as pd
 
-        pd.DataFrame(table).to_csv(csv, index=False)
+        try:
+            pd.DataFrame(table).to_csv(csv, index=False)
+        except OSError as e:
+            raise StoreCommandError(f"--csv {csv}: cannot be written ({e.strerror or e}); name a file in a folder you "
+                                    "can write") from None
         print(f"every decision: {csv}")
     return 0
 

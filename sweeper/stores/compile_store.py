@@ -114,6 +114,35 @@ def reference(storage: Storage, torch_version: str, config: dict) -> StoredCompi
                          entry=f"{folder}/{_stem(config)}")
 
 
+def promote(store: Path, storage: Storage, torch_version: str, config: dict) -> str | None:
+    """Driver, with shared storage, before a job starts: a compile of this job that is in
+    the driver's compile store but not in the storage (it came back through Ray while the
+    storage could not be reached) put into the storage, so that the job loads it instead
+    of compiling cold; the driver's copy then goes. Returns what was done, for the job's
+    seed, or None where there was nothing to do; a storage still unreachable leaves the
+    driver's copy for the next run."""
+    folder = torch_folder(store, torch_version)
+    stem = _stem(config)
+    blob, meta, libs = (folder / f"{stem}{suffix}" for suffix in (".bin", ".json", LIBS_SUFFIX))
+    if not (blob.is_file() and meta.is_file()):
+        return None
+    entry = f"{COMPILE_STORE}/torch-{torch_version}/{stem}"
+    try:
+        if storage.stat(f"{entry}.json") is not None:
+            return None  # the storage has this job's compile: it is the later one
+        kept = json.loads(meta.read_text())
+        kept["copy_id"] = uuid.uuid4().hex
+        if libs.is_file():
+            storage.put_file(libs, f"{entry}{LIBS_SUFFIX}")
+        storage.put_file(blob, f"{entry}.bin")
+        storage.put_bytes(json.dumps(kept, indent=1).encode(), f"{entry}.json")  # last: it names the copy
+    except (OSError, ValueError, StorageError) as e:
+        return f"its compile in the driver's compile store ({blob}) could not be put in storage: {e}"
+    for f in (blob, meta, libs):
+        f.unlink(missing_ok=True)
+    return f"its compile, kept in the driver's compile store while storage was unreachable, put in {storage.location(entry)}"
+
+
 def _node_copy(cache_dir: Path, entry: str) -> Path:
     return Path(cache_dir) / entry
 

@@ -50,9 +50,13 @@ def seeds(config: dict, storage: Storage | None = None) -> tuple[AutotuneSeed | 
     seed names the entry for the job's node to read (compile_store.fetch), not its bytes."""
     autotune = autotune_store.load(Path(config["autotune_store"]), _torch_version()) if shares(config) else None
     compiled = None
-    if compile_store.shared_by(config):
-        compiled = (compile_store.reference(storage, _torch_version(), config) if storage is not None
-                    else compile_store.load(Path(config["compile_store"]), _torch_version(), config))
+    if compile_store.shared_by(config) and storage is not None:
+        # a compile that missed storage (it came back through Ray) goes there first
+        moved = compile_store.promote(Path(config["compile_store"]), storage, _torch_version(), config)
+        compiled = compile_store.reference(storage, _torch_version(), config)
+        compiled = compiled.noted(moved) if moved else compiled
+    elif compile_store.shared_by(config):
+        compiled = compile_store.load(Path(config["compile_store"]), _torch_version(), config)
     return autotune, compiled
 
 
@@ -99,6 +103,10 @@ def bring_back(spec: JobSpec, job_dir: Path, record: Record) -> Record:
             timings.setdefault("compile_store", {}).setdefault("notes", []).append(note)
         if kept is not None:
             timings.setdefault("compile_store", {})["kept_bytes"] = kept
+            if (record.get("job") or {}).get("storage_note"):  # the sweep has storage; this job's folder missed it
+                timings["compile_store"].setdefault("notes", []).append(
+                    f"kept in the driver's compile store ({config['compile_store']}), the storage being unreachable: "
+                    "the next run of this job puts it in storage before it starts")
     if shares(config) or compile_store.shared_by(config):
         write_record(job_dir, record)
     return record

@@ -29,6 +29,12 @@ class StoreCommandError(Exception):
     """Bad input to the command (a missing, damaged or foreign file): exit 2."""
 
 
+def printable(text: object) -> str:
+    """A name from a store or an export as a terminal may show it: control characters (an
+    escape sequence that would recolour or clear the screen) written as escapes."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
 def keys(store: Path) -> list[Path]:
     """The store's key files, torch-<version>/<system>.json."""
     return sorted(store.glob("torch-*/*.json")) if store.is_dir() else []
@@ -52,14 +58,22 @@ def export(store: Path, out: Path) -> int:
                       "kernel_configs": len(doc.get("kernel_configs") or {})})
     manifest = {"format": FORMAT, "version": FORMAT_VERSION,
                 "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "files": files}
-    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
-    with tarfile.open(tmp, "w:gz") as tar:
-        for name, data in [(MANIFEST, json.dumps(manifest, indent=1).encode()), *blobs.items()]:
-            info = tarfile.TarInfo(name)
-            info.size, info.mtime = len(data), int(time.time())
-            tar.addfile(info, io.BytesIO(data))
-    os.replace(tmp, out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(tmp, "w:gz") as tar:
+            for name, data in [(MANIFEST, json.dumps(manifest, indent=1).encode()), *blobs.items()]:
+                info = tarfile.TarInfo(name)
+                info.size, info.mtime = len(data), int(time.time())
+                tar.addfile(info, io.BytesIO(data))
+        os.replace(tmp, out)
+    except OSError as e:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise StoreCommandError(f"{out}: cannot be written ({e.strerror or e}); name a file in a folder you can "
+                                "write") from None
     print(f"exported {len(files)} keys ({sum(f['ops'] for f in files)} ops, "
           f"{sum(f['kernel_configs'] for f in files)} kernel configs) from {store} to {out} "
           f"({out.stat().st_size / 1e6:.2f} MB)")
@@ -67,6 +81,10 @@ def export(store: Path, out: Path) -> int:
 
 
 MANIFEST_MAX_BYTES = 10_000_000  # a manifest lists files: anything larger is not one
+# One key file's size at most: a real store's key file holds a few MB (the headline's four
+# jobs: 142 ops, 976 kernel configs in 1.4 MB); a 1.4 MB export that unpacked to a 300 MB
+# key file took 947 MB at its peak. Checked from the member's header, before it is read.
+KEY_MAX_BYTES = 64_000_000
 
 
 def _member_bytes(tar: tarfile.TarFile, member: tarfile.TarInfo, size: int | None = None) -> bytes:
@@ -108,6 +126,9 @@ def read_export(path: Path) -> tuple[dict, dict[str, dict]]:
                 size = entry.get("bytes")
                 if not isinstance(size, int) or isinstance(size, bool):
                     raise StoreCommandError(f"{path}: damaged: its manifest gives {rel} no size")
+                if members[rel].size > KEY_MAX_BYTES:
+                    raise StoreCommandError(f"{path}: {rel} holds {members[rel].size / 1e6:.0f} MB: no key file of a "
+                                            f"store is that large (at most {KEY_MAX_BYTES / 1e6:.0f} MB); not imported")
                 data = _member_bytes(tar, members[rel], size)
                 if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
                     raise StoreCommandError(f"{path}: damaged: {rel} does not match its checksum; export it again")
@@ -136,12 +157,18 @@ def _check_manifest(path: Path, manifest) -> None:
 def import_(store: Path, path: Path) -> int:
     manifest, docs = read_export(path)  # everything checked before the store is touched
     total_new = total_configs = 0
+    for rel, doc in docs.items():  # every document's shape checked: a merge cannot fail half way
+        try:
+            st.merge_doc({"cache": {}, "kernel_configs": {}}, doc)
+        except (AttributeError, TypeError, ValueError) as e:
+            raise StoreCommandError(f"{path}: damaged: {printable(rel)} cannot be merged ({type(e).__name__}); "
+                                    "nothing was imported; export it again") from None
     for rel, doc in docs.items():
         folder_name, system = rel.split("/")[0], rel.split("/")[1].removesuffix(".json")
         new, configs = st.merge_into_store(store / folder_name, system, doc)
         total_new, total_configs = total_new + new, total_configs + configs
-        print(f"  {rel}: {st.count_ops(doc.get('cache') or {})} ops, {len(doc.get('kernel_configs') or {})} kernel "
-              f"configs; {new} timed choices and {configs} kernel configs new here")
+        print(f"  {printable(rel)}: {st.count_ops(doc.get('cache') or {})} ops, {len(doc.get('kernel_configs') or {})} "
+              f"kernel configs; {new} timed choices and {configs} kernel configs new here")
     print(f"imported {len(docs)} keys from {path} (exported {manifest.get('created')}) into {store}: "
           f"{total_new} timed choices and {total_configs} kernel configs were new")
     return 0

@@ -33,6 +33,79 @@ class StorageError(Exception):
     """The storage path cannot be used (a bad URI, no such bucket, no permission)."""
 
 
+# Seconds any one storage call may take, retries included: pyarrow's default for GCS retries
+# for 15 minutes (a gs:// path with no credentials held the start for about 16 minutes,
+# deaf to Ctrl-C); S3's connect and request timeouts likewise. Bounded, a call that cannot
+# be made fails in seconds with the storage's own message.
+CALL_TIMEOUT_S = 20.0
+
+# Variables that carry an object store's credentials, by scheme, for the message that
+# refuses credentials written into the URI.
+CREDENTIAL_VARIABLES = {
+    "s3": "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE)",
+    "gs": "GOOGLE_APPLICATION_CREDENTIALS",
+    "gcs": "GOOGLE_APPLICATION_CREDENTIALS",
+}
+
+
+def credentials_in(uri: str) -> str | None:
+    """Why a storage URI may not be used as given: it carries credentials (`s3://KEY:SECRET@
+    bucket/...`), which would be copied into summary.json, the report, Hydra's multirun.yaml
+    and every printed command; None where it carries none. The message names the
+    environment variables to use instead, and never the secret."""
+    from urllib.parse import urlsplit
+
+    if "://" not in str(uri):
+        return None
+    parts = urlsplit(str(uri))
+    if "@" not in parts.netloc:
+        return None
+    scheme = parts.scheme.lower()
+    where = CREDENTIAL_VARIABLES.get(scheme, "the variables your object store's client reads")
+    return (f"hydra.launcher.storage_path: a {scheme}:// URI with credentials in it (user:secret@...) is refused: "
+            f"they would be written into summary.json, the report and every command sweeper prints. Give "
+            f"{scheme}://{parts.hostname or 'bucket'}{parts.path} and put the credentials in {where}, exported in "
+            "the shell that runs the sweep and, on a cluster, in the one that ran `ray start` on each node "
+            "(docs/running.md, \"Your own cluster\")")
+
+
+def _bounded(uri: str) -> str:
+    """The URI with pyarrow's own retry limit where its scheme takes one in the URI and the
+    user gave none (GCS: retry_limit_seconds)."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(uri)
+    if parts.scheme.lower() not in ("gs", "gcs"):
+        return uri
+    query = dict(parse_qsl(parts.query))
+    query.setdefault("retry_limit_seconds", f"{CALL_TIMEOUT_S:g}")
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def _s3(uri: str):
+    """An S3 filesystem for `s3://bucket/path?options` with bounded connect and request
+    timeouts and retries (an S3 URI takes no timeout among its options, so the filesystem is
+    made here from the options it does take), and its root path."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    import pyarrow.fs as pafs
+
+    parts = urlsplit(uri)
+    query = dict(parse_qsl(parts.query))
+    known = {"region", "scheme", "endpoint_override", "allow_bucket_creation", "allow_bucket_deletion"}
+    unknown = sorted(set(query) - known)
+    if unknown:
+        raise StorageError(f"storage_path={redacted(uri)}: unknown S3 option {', '.join(unknown)} (known: "
+                           f"{', '.join(sorted(known))})")
+    kwargs: dict = {k: v for k, v in query.items() if k in ("region", "scheme", "endpoint_override")}
+    for flag in ("allow_bucket_creation", "allow_bucket_deletion"):
+        if flag in query:
+            kwargs[flag] = query[flag].lower() in ("1", "true", "yes", "on")
+    fs = pafs.S3FileSystem(connect_timeout=CALL_TIMEOUT_S / 4, request_timeout=CALL_TIMEOUT_S,
+                           retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=3), **kwargs)
+    return fs, f"{parts.netloc}{parts.path}".rstrip("/")
+
+
 @functools.lru_cache(maxsize=8)
 def _filesystem(uri: str):
     """(pyarrow filesystem, root path in it) for a URI or an absolute folder; one a process."""
@@ -40,11 +113,38 @@ def _filesystem(uri: str):
 
     if "://" not in uri:
         return pafs.LocalFileSystem(), uri.rstrip("/") or "/"
+    problem = credentials_in(uri)
+    if problem:
+        raise StorageError(problem)
     try:
-        fs, root = pafs.FileSystem.from_uri(uri)
-    except (ValueError, OSError) as e:
-        raise StorageError(f"storage_path={uri}: {e}") from None
+        if uri.lower().startswith("s3://"):
+            return _s3(uri)
+        fs, root = pafs.FileSystem.from_uri(_bounded(uri))
+    except (ValueError, OSError, TypeError) as e:
+        raise StorageError(f"storage_path={redacted(uri)}: {e}") from None
     return fs, root.rstrip("/")
+
+
+def redacted(uri: str) -> str:
+    """A URI as it may be shown: credentials written into it replaced by ***."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if "://" not in str(uri):
+        return str(uri)
+    parts = urlsplit(str(uri))
+    if "@" not in parts.netloc:
+        return str(uri)
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"***@{host}"))
+
+
+def relative_to(storage: "Storage", location: str) -> str | None:
+    """The path under `storage` of a location a record shows (Storage.location), or None
+    where it lies elsewhere."""
+    base = storage.location()
+    if location == base:
+        return ""
+    return location[len(base):].lstrip("/") if location.startswith(base.rstrip("/") + "/") else None
 
 
 @dataclass(frozen=True)
@@ -97,7 +197,7 @@ class Storage:
         target = f"{dest}.{uuid.uuid4().hex[:8]}.part" if self.local else dest
         if self.local:
             fs.create_dir(dest.rsplit("/", 1)[0], recursive=True)
-        with fs.open_output_stream(target) as out:
+        with fs.open_output_stream(target, compression=None) as out:  # the bytes as given: pyarrow guesses gzip from ".gz"
             write(out)
         if self.local:
             fs.move(target, dest)
@@ -129,14 +229,14 @@ class Storage:
         local = Path(local)
         local.parent.mkdir(parents=True, exist_ok=True)
         tmp = local.with_name(f".{local.name}.{uuid.uuid4().hex[:8]}")
-        with fs.open_input_stream(self._path(rel)) as src, open(tmp, "wb") as out:
+        with fs.open_input_stream(self._path(rel), compression=None) as src, open(tmp, "wb") as out:
             shutil.copyfileobj(src, out, _CHUNK)
         os.replace(tmp, local)
         return local.stat().st_size
 
     def read_bytes(self, rel: str) -> bytes:
         fs = _filesystem(self.uri)[0]
-        with fs.open_input_stream(self._path(rel)) as src:
+        with fs.open_input_stream(self._path(rel), compression=None) as src:
             return src.read()
 
     def delete(self, rel: str) -> None:
@@ -155,7 +255,24 @@ class Storage:
             self.delete(probe)
         except (OSError, StorageError, ValueError) as e:
             message = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
-            return (f"hydra.launcher.storage_path={self.uri}: cannot be written and read back ({message}); give a "
-                    "folder every node sees at the same path, or an object storage URI this machine and the "
-                    "nodes have credentials for (docs/running.md, \"Storage\")")
-        return None if ok else f"hydra.launcher.storage_path={self.uri}: a file written there read back different"
+            return (f"hydra.launcher.storage_path={redacted(self.uri)}: cannot be written and read back ({message}); "
+                    "give a folder every node sees at the same path, or an object storage URI this machine and the "
+                    "nodes have credentials for (docs/running.md, \"Shared storage (`storage_path`)\")")
+        return None if ok else f"hydra.launcher.storage_path={redacted(self.uri)}: a file written there read back different"
+
+    def problem_within(self, seconds: float = 2 * CALL_TIMEOUT_S) -> str | None:
+        """problem(), in a thread the caller waits on: Ctrl-C stops the wait at once (a
+        pyarrow call holds the main thread deaf to it), and a storage that has not answered
+        in `seconds` is a problem too."""
+        import threading
+
+        got: list = []
+        worker = threading.Thread(target=lambda: got.append(self.problem()), daemon=True)
+        worker.start()
+        worker.join(seconds)  # an interruptible wait: KeyboardInterrupt comes through
+        if worker.is_alive():
+            return (f"hydra.launcher.storage_path={redacted(self.uri)}: no answer in {seconds:g} s (no network "
+                    "route or no credentials?); give a folder every node sees at the same path, or an object "
+                    "storage URI this machine and the nodes can reach (docs/running.md, \"Shared storage "
+                    "(`storage_path`)\")")
+        return got[0] if got else None

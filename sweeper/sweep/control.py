@@ -86,7 +86,10 @@ def save_hydra_files(job: Job) -> None:
     OmegaConf.save(OmegaConf.create(job.overrides), d / "overrides.yaml")
 
 
-def reusable(job: Job) -> Record | None:
+def reusable(job: Job, storage_missing=None) -> Record | None:
+    """The ok record of the same job in its folder (resume keeps it), or None (it runs
+    again). `storage_missing(record)`: why a record's artifacts kept in shared storage are
+    no longer there, or None; such a job runs again, and the log says why."""
     try:
         record = read_record(job.job_dir)
     except RecordError as e:
@@ -95,7 +98,33 @@ def reusable(job: Job) -> Record | None:
         return None
     then = list(record["job"].get("overrides", []))
     if record["status"] == "ok" and sorted(identity_overrides(then)) == sorted(identity_overrides(job.overrides)):
+        gone = storage_missing(record) if storage_missing is not None else None
+        if gone:
+            log.warning(f"#{job.num}: {gone}: running the job again")
+            return None
         return record  # the same job (sweeper/identity.py), whatever its store, cache or time limit
+    return None
+
+
+def stored_artifacts_missing(record: Record) -> str | None:
+    """Why a record's folder in shared storage (`job.stored_at`) is gone, or None: its log
+    must still be where the record says (a bucket emptied, a folder removed); a record
+    without storage, or whose storage cannot be asked, is taken as it is."""
+    from sweeper.stores.storage import Storage, StorageError, relative_to
+
+    where = (record.get("job") or {}).get("stored_at")
+    storage_uri = (record.get("job") or {}).get("storage")
+    if not where or not storage_uri:
+        return None
+    try:
+        storage = Storage(storage_uri)
+        rel = relative_to(storage, where)
+        if rel is None:
+            return None
+        if storage.stat(f"{rel}/job.log") is None and storage.stat(f"{rel}/result.json") is None:
+            return f"its folder in shared storage ({where}) is gone"
+    except (OSError, StorageError, ValueError) as e:
+        return f"its folder in shared storage ({where}) cannot be read ({type(e).__name__}: {e})"
     return None
 
 

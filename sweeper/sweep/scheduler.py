@@ -33,7 +33,7 @@ from sweeper.sweep import packing, pythons, stopping
 from sweeper.sweep import summary as sm
 from sweeper.sweep.collector import Collected, Collector
 from sweeper.sweep.control import (Job, check_jobs, earlier_record, keep_earlier_log, launch_spec, reusable,
-                                   save_hydra_files)
+                                   save_hydra_files, stored_artifacts_missing)
 from sweeper.sweep.executor import Executor, ResultsNotWritten, cpu_only, job_resources, slots_of
 from sweeper.sweep.order import JobQueue, shape_group
 from sweeper.sweep.progress import Progress
@@ -111,7 +111,7 @@ class Scheduler:
         """The jobs to run: those without an ok record of the same overrides (resume)."""
         to_run = []
         for job in self.jobs:
-            record = reusable(job) if self.settings.resume else None
+            record = reusable(job, stored_artifacts_missing) if self.settings.resume else None
             if record is None:
                 earlier = earlier_record(job)
                 kept_log = keep_earlier_log(job) if earlier and earlier.get("status") != "ok" else None
@@ -241,6 +241,13 @@ class Scheduler:
             record["job"]["rerun_alone"] = self.alone[job.num]
             write_record(job.job_dir, record)
         self.finished(job, record)
+        said = self.entries[job.num]
+        if said.get("storage_missed"):  # said as it happens, not only in the closing report
+            log.warning(f"#{job.num}: {said['storage_missed']}")
+        if said.get("retried"):
+            log.warning(f"#{job.num} ran again after its worker or node was lost: {said['retried']}")
+        if str(said.get("accuracy") or "").startswith("failed"):
+            log.warning(f"#{job.num}: the compiled step does not compute what eager does: accuracy {said['accuracy']}")
         assert self.queue is not None  # made by submit() before any job ran
         self.queue.done(job)
         self.fill()

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from sweeper.command_line import rerun_command, sweep_dir_override
-from sweeper.record import Record, atomic_write_text, no_colour
+from sweeper.record import Record, accuracy_of, atomic_write_text, no_colour, storage_missed
 from sweeper.reporting.headline import busy_while_measuring, headline, launch_us, timing_iqr_pct  # noqa: F401 - also this module's
 from sweeper.words import count
 
@@ -29,12 +29,21 @@ def job_entry(num: int, overrides: list[str], job_dir: Path, record: Record, reu
         "log_note": record.get("log_note"),
         "ray_logs": (record.get("artifacts") or {}).get("ray_logs"),
         "reused_from_earlier_run": reused,
+        "accuracy": accuracy_of(record),
+        "retried": (f"attempt {(record.get('job') or {})['retried'].get('attempt')} on "
+                    f"{(record.get('job') or {})['retried'].get('host')}"
+                    if isinstance((record.get("job") or {}).get("retried"), dict) else None),
+        "storage_missed": storage_missed(record),
         "headline": headline(record),
     }
 
 
 def write_summary(sweep_dir: Path, jobs: list[dict], started: float, command: list[str], done: bool) -> Path:
     counts = {s: sum(1 for j in jobs if j["status"] == s) for s in ("ok", "failed", "skipped", "cancelled")}
+    # a compiled step that does not compute what eager does, and results that missed storage:
+    # a nightly judges them (history compare), so they are counted where it reads
+    counts["accuracy_failed"] = sum(1 for j in jobs if str(j.get("accuracy") or "").startswith("failed"))
+    counts["storage_missed"] = sum(1 for j in jobs if j.get("storage_missed"))
     data = {
         "sweep_dir": str(sweep_dir),
         "command": command,
@@ -82,7 +91,18 @@ def closing_report(jobs: list[dict], sweep_dir: Path, command: list[str]) -> tup
     for j in sorted(jobs, key=lambda j: j["num"]):
         name = " ".join(j["overrides"]) or "defaults"
         reason = f": {j['reason']}" if j.get("reason") else ""
-        lines.append(f"{j['status']:9s} #{j['num']} {name}{reason}")
+        wrong = str(j.get("accuracy") or "").startswith("failed")
+        status = f"{j['status']}, accuracy FAILED" if wrong else j["status"]
+        lines.append(f"{status:9s} #{j['num']} {name}{reason}")
+    inaccurate = [j for j in jobs if str(j.get("accuracy") or "").startswith("failed")]
+    if inaccurate:
+        lines.append(f"{count(len(inaccurate), 'job')} compiled a step that does not compute what eager does "
+                     "(its times are those of another computation):")
+        lines += [f"  #{j['num']}: accuracy {j['accuracy']}" for j in inaccurate]
+    missed = [j for j in jobs if j.get("storage_missed")]
+    if missed:
+        lines.append(f"{count(len(missed), 'job')} missed the shared storage (hydra.launcher.storage_path):")
+        lines += [f"  #{j['num']}: {j['storage_missed']}" for j in missed]
     failed = [j for j in jobs if j["status"] in ("failed", "cancelled")]
     if failed:
         lines.append(f"{len(failed)} of {count(len(jobs), 'job')} did not finish. Logs:")
