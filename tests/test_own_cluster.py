@@ -79,6 +79,13 @@ def test_the_own_cluster_recipe_runs_as_written(tmp_path):
         # the driver: the token in its environment, its own SWEEPER_ROOFS (the tests' session one)
         driver_env = dict(os.environ, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=token)
         storage = tmp_path / "shared"
+        # the run's compiles of test_resnet, where earlier tests made them, as the storage's
+        # compile store (the same layout): the job loads its compile rather than compiling cold
+        session_store = Path(os.environ.get("SWEEPER_COMPILE_STORE", "/nonexistent"))
+        if session_store.is_dir():
+            import shutil
+
+            shutil.copytree(session_store, storage / "compile_store", dirs_exist_ok=True)
         proc = subprocess.run(
             [sys.executable, "-m", "sweeper", "model=test_resnet", *TINY, f"hydra.launcher.address={address}",
              "hydra.launcher.num_cpus_per_job=2", f"hydra.launcher.storage_path={storage}",

@@ -178,6 +178,7 @@ def test_on_a_two_node_cluster_the_compile_and_artifacts_never_pass_through_the_
             stored = _stored_files(storage, "sweeps/" + rec["job"]["stored_at"].rsplit("/sweeps/", 1)[1])
             assert {"job.log", "result.json", "traces/step.json.gz"} <= set(stored), (kind, stored)
             assert rec["artifacts"]["traces"]["step"] == rec["job"]["stored_at"] + "/traces/step.json.gz"
+            assert "kept_bytes" in rec["timings"]["compile_store"], (kind, rec["timings"]["compile_store"])
             kept[kind] = rec["timings"]["compile_store"]["kept_bytes"]
             through = rec["job"]["driver_bytes"]
             # what went out and came back: the spec, and the record plus a small constant; not the compile

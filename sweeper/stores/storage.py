@@ -33,11 +33,13 @@ class StorageError(Exception):
     """The storage path cannot be used (a bad URI, no such bucket, no permission)."""
 
 
-# Seconds any one storage call may take, retries included: pyarrow's default for GCS retries
-# for 15 minutes (a gs:// path with no credentials held the start for about 16 minutes,
-# deaf to Ctrl-C); S3's connect and request timeouts likewise. Bounded, a call that cannot
-# be made fails in seconds with the storage's own message.
-CALL_TIMEOUT_S = 20.0
+# Seconds a storage call may take: pyarrow's default for GCS retries for 15 minutes (a gs://
+# path with no credentials held the start for about 16 minutes, deaf to Ctrl-C). Bounded, a
+# call that cannot be made fails in seconds with the storage's own message: GCS's retries
+# stop after CALL_TIMEOUT_S, S3 gives up a connection after CALL_TIMEOUT_S / 3 and a request
+# (one part of an upload) after S3_REQUEST_TIMEOUT_S, long enough for a part on a slow link.
+CALL_TIMEOUT_S = 15.0
+S3_REQUEST_TIMEOUT_S = 60.0
 
 # Variables that carry an object store's credentials, by scheme, for the message that
 # refuses credentials written into the URI.
@@ -101,7 +103,7 @@ def _s3(uri: str):
     for flag in ("allow_bucket_creation", "allow_bucket_deletion"):
         if flag in query:
             kwargs[flag] = query[flag].lower() in ("1", "true", "yes", "on")
-    fs = pafs.S3FileSystem(connect_timeout=CALL_TIMEOUT_S / 4, request_timeout=CALL_TIMEOUT_S,
+    fs = pafs.S3FileSystem(connect_timeout=CALL_TIMEOUT_S / 3, request_timeout=S3_REQUEST_TIMEOUT_S,
                            retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=3), **kwargs)
     return fs, f"{parts.netloc}{parts.path}".rstrip("/")
 
