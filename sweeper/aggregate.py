@@ -24,6 +24,7 @@ from sweeper.reporting.notes import all_notes
 from sweeper.reporting.roofline import most_to_win, ranking
 from sweeper.reporting.overview import SMALL_SWEEP_JOBS, overview
 from sweeper.reporting.sweep_tables import records_manifest, write_table
+from sweeper.reporting.changes_text import history_changes
 from sweeper.reporting.sweeps import compare_builds, earlier_comparison
 
 TABLES_DIR, FIGURES_DIR, REPORT_FILE = "tables", "figures", "report.html"
@@ -51,14 +52,16 @@ def aggregate(sweep_dir: Path) -> Path:
     figs = all_figures(sweep.jobs, sweep.cats, sweep.bench, sweep.path / FIGURES_DIR, sweep.model_modules,
                        sweep.recoverable)
     comparison, more = earlier_comparison(sweep)
+    history, more_notes = history_changes(sweep)
     many = len(sweep.jobs) > SMALL_SWEEP_JOBS  # the page then shows the flagged pairs' kernels only
     builds = compare_builds(sweep, kernels="flagged" if many else "all") if sweep.jobs["python"].nunique() > 1 else []
     code = (where_in_model(sweep.jobs, sweep.model_modules, sweep.kernels), module_pairs(sweep.jobs, sweep.model_modules))
     found, module_view = all_findings(sweep.jobs, sweep.cats, sweep.kernels, sweep.bench, code,
                                       most_to_win(sweep.jobs, sweep.recoverable), decided(sweep.jobs, sweep.decisions))
     view = report.ReportView(
-        figs, sweep.notes + all_notes(sweep.jobs) + more, found, module_view, comparison, builds,
-        overview(sweep.jobs, sweep.cats, sweep.kernels, sweep.bench, fg.device_word(sweep.jobs), sweep.recoverable))
+        figs, sweep.notes + all_notes(sweep.jobs) + more + more_notes, found, module_view, comparison, builds,
+        overview(sweep.jobs, sweep.cats, sweep.kernels, sweep.bench, fg.device_word(sweep.jobs), sweep.recoverable),
+        history=history)
     page = report.render(sweep, view)
     if len(page.encode()) > PAGE_MAX_BYTES:
         view.embed_figures = False

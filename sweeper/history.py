@@ -3,6 +3,8 @@
     python -m sweeper.history compare NEW_SWEEP [OLD_SWEEP] [--kernels] [--fail-on-regression]
     python -m sweeper.history compare SWEEP --between python     # builds side by side in one sweep
     python -m sweeper.history trend OUTPUTS_DIR [--last 10] [--out trend.png]
+    python -m sweeper.history changes OUTPUTS_DIR [--last 30] [--out DIR] [--fail-on-regression]
+    python -m sweeper.history confirm NEW OLD [--job LABEL] [--rounds 10] [--fail-on-regression]
 
 The history is the complete sweep folders under a folder (any folder with a summary.json
 that says the sweep ended on its own, with no job cancelled), ordered by when they
@@ -14,6 +16,7 @@ into a sweep folder; files are written only where --out says.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -44,6 +47,27 @@ With --between python, one sweep that ran several Python environments (python=a,
 compared with itself: the jobs of each later build against the same jobs of the first,
 each pair's noise its two runs' own, with a kernel-level diff for every pair."""
 
+CHANGES_HELP = """The change points of the nightly history under ROOT (the last --last complete sweeps,
+as trend reads them), first: for each, the first night it holds, what changed (a kernel
+family pooled over the jobs that run it, or one job's kernel time, step time, compile time,
+peak memory or check against eager), by how much with a 95% interval, the jobs it touches,
+the versions that changed between the last good and the first bad night (torch, Triton,
+CUDA, driver, sweeper, Python), and the evidence (docs/method.md, "Change points over the
+nightly history"). Then what was read, and how often the rule flags a change on nights with
+none (A/A), as bench/change_detection.py measured it."""
+
+CONFIRM_HELP = """Run the jobs of NEW and OLD again on this machine, old and new in turn, and say whether
+the change holds: each side compiled once in --processes processes of its own (under the
+interpreter its job ran under), then --rounds rounds of each side, old-new then new-old,
+dealt over its processes, each round the median of --calls calls of the step. Reports the
+shift with a 95% interval (the rounds resampled), Mann-Whitney's p, Cliff's delta and how
+far one side's own processes lie apart; confirmed when p < 0.01, the interval excludes no
+change, and the shift is 1% or more and beyond that spread (docs/method.md, "Confirming a
+change").
+NEW and OLD: two sweep folders (the jobs a compare flags, or --job), or two job folders
+(two settings of one sweep: confirm SWEEP/1 SWEEP/0). On a GPU both sides share it: run
+it where no sweep is running."""
+
 TREND_HELP = """Draw each job's compiled step time over the last complete sweeps under OUTPUTS_DIR,
 by the date each sweep started."""
 
@@ -67,6 +91,28 @@ def _parser() -> argparse.ArgumentParser:
                    help="exit with code 1 when any job is flagged (slower, faster, or its status or its check against eager changed)")
     c.add_argument("--between", choices=[sw.BUILD_KEY],
                    help="compare the builds of one sweep (python=a,b) with each other, not two sweeps")
+    g = sub.add_parser("changes", help="change points over the nightly history", description=CHANGES_HELP,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    g.add_argument("root", type=Path, help="the folder holding the nights (e.g. outputs/nightly), as trend reads it")
+    g.add_argument("--last", type=int, default=30, help="how many complete nights (default %(default)s)")
+    g.add_argument("--top", type=int, default=20, help="changes listed (default %(default)s)")
+    g.add_argument("--out", type=Path, help="also write changes.csv into this folder")
+    g.add_argument("--fail-on-regression", action="store_true",
+                   help="exit with code 1 when a change to slower, larger or failing starts within the last "
+                        "6 nights (the test's window)")
+    f = sub.add_parser("confirm", help="re-run flagged jobs old and new in turn, and judge the shift",
+                       description=CONFIRM_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    f.add_argument("new", type=Path, help="the new sweep folder, or one job's folder (with result.json)")
+    f.add_argument("old", type=Path, help="the old sweep folder, or one job's folder")
+    f.add_argument("--job", action="append", help="a job to confirm (its label, or part of its key); repeat for more; "
+                                                  "default: those a compare of NEW with OLD flags")
+    f.add_argument("--rounds", type=int, default=10, help="rounds a side, taken in turn (default %(default)s)")
+    f.add_argument("--processes", type=int, default=2,
+                   help="processes a side, the rounds dealt over them: a shift within one side's own processes' "
+                        "spread is not confirmed (default %(default)s)")
+    f.add_argument("--calls", type=int, help="calls of the step a round (default: the job's measure.timed_steps)")
+    f.add_argument("--out", type=Path, help="the work folders and confirm.csv go here (default: a temporary folder)")
+    f.add_argument("--fail-on-regression", action="store_true", help="exit with code 1 when a job is confirmed slower")
     t = sub.add_parser("trend", help="compiled step time over the last sweeps", description=TREND_HELP)
     t.add_argument("outputs", type=Path, help="the folder holding the sweeps (e.g. outputs/nightly)")
     t.add_argument("--last", type=int, default=10, help="how many complete sweeps (default %(default)s)")
@@ -79,6 +125,10 @@ def main(argv: list[str]) -> int:
     try:
         if args.cmd == "compare":
             return _compare(args)
+        if args.cmd == "changes":
+            return _changes(args)
+        if args.cmd == "confirm":
+            return _confirm(args)
         return _trend(args)
     except AggregateError as e:
         print(f"sweeper.history: {e}", file=sys.stderr)
@@ -138,6 +188,76 @@ def _compare_builds(args, sweep: Path) -> int:
     return 1 if args.fail_on_regression and flagged else 0
 
 
+def _changes(args) -> int:
+    from sweeper.analysis.changes import WINDOW
+    from sweeper.reporting.changes_text import changes_frame, changes_text, read_changes
+
+    if not args.root.is_dir():
+        print(f"sweeper.history: {args.root} is not a folder: give the folder that holds the nights "
+              "(e.g. outputs/nightly)", file=sys.stderr)
+        return 2
+    got = read_changes(args.root, args.last)
+    for n in got.notes:
+        print(f"sweeper.history: {n}", file=sys.stderr)
+    if not got.sweeps:
+        print(f"sweeper.history: no complete sweep (summary.json, not interrupted) under {args.root}", file=sys.stderr)
+        return 2
+    print(changes_text(got, args.top))
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        changes_frame(got).to_csv(args.out / "changes.csv", index=False)
+        print(f"wrote {args.out / 'changes.csv'}")
+    recent = [c for c in got.changes if c.night >= len(got.nights) - WINDOW
+              and (c.level == "accuracy" or c.size_pct > 0)]
+    return 1 if args.fail_on_regression and recent else 0
+
+
+def _confirm(args) -> int:
+    from sweeper.analysis.confirm_stats import MIN_ROUNDS
+    from sweeper.confirm import ConfirmError, confirm_lines, run_confirm
+
+    for name, path in (("NEW", args.new), ("OLD", args.old)):
+        if not path.is_dir():
+            print(f"sweeper.history: {name} {path} is not a folder: give a sweep folder or a job folder (with "
+                  "result.json)", file=sys.stderr)
+            return 2
+    if args.processes < 1:
+        print(f"sweeper.history: --processes {args.processes}: at least 1", file=sys.stderr)
+        return 2
+    if args.rounds < MIN_ROUNDS:
+        print(f"sweeper.history: --rounds {args.rounds}: at least {MIN_ROUNDS} are needed for a verdict",
+              file=sys.stderr)
+        return 2
+    try:
+        results, notes = run_confirm(args.new, args.old, args.job, args.rounds, args.calls, args.out, args.processes)
+    except ConfirmError as e:
+        print(f"sweeper.history: {e}", file=sys.stderr)
+        return 2
+    for n in notes:
+        print(f"sweeper.history: {n}", file=sys.stderr)
+    print(f"# confirmation of {count(len(results), 'job')}: {args.new} against {args.old}")
+    print("\n".join(confirm_lines(results)) if results else "nothing to confirm")
+    if args.out:
+        import pandas as pd
+
+        rows = [{"job": r.pair.label, "verdict": r.confirmed.verdict if r.confirmed else "could not confirm",
+                 "shift_pct": r.confirmed.shift_pct if r.confirmed else None,
+                 "ci_low_pct": r.confirmed.ci_pct[0] if r.confirmed else None,
+                 "ci_high_pct": r.confirmed.ci_pct[1] if r.confirmed else None,
+                 "p_value": r.confirmed.p_value if r.confirmed else None,
+                 "cliffs_delta": r.confirmed.cliffs_delta if r.confirmed else None,
+                 "old_rounds_ms": json.dumps(r.old_rounds), "new_rounds_ms": json.dumps(r.new_rounds),
+                 "error": r.error} for r in results]
+        args.out.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(rows).to_csv(args.out / "confirm.csv", index=False)
+        print(f"wrote {args.out / 'confirm.csv'}")
+    failed = [r for r in results if r.confirmed is None]
+    slower = [r for r in results if r.confirmed is not None and r.confirmed.verdict == "slower"]
+    if args.fail_on_regression and slower:
+        return 1
+    return 2 if failed and not [r for r in results if r.confirmed] else 0
+
+
 def _trend(args) -> int:
     sweeps, notes = sw.complete_sweeps_under(args.outputs)
     for n in notes:
@@ -146,8 +266,10 @@ def _trend(args) -> int:
     if not sweeps:
         print(f"sweeper.history: no complete sweep (summary.json, not interrupted) under {args.outputs}", file=sys.stderr)
         return 2
-    out, _ = trend_figure(sweeps, args.out or args.outputs / "trend.png")
+    out, data = trend_figure(sweeps, args.out or args.outputs / "trend.png")
     print(f"trend of {count(len(sweeps), 'sweep')}: wrote {out}")
+    for words in data.attrs.get("change_points", []):
+        print(f"marked: {words} (python -m sweeper.history changes {args.outputs})")
     return 0
 
 

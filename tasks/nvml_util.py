@@ -106,3 +106,73 @@ def gpu_busy_pct(seconds: float = 0.5) -> float | None:
         return None
     finally:
         pynvml.nvmlShutdown()
+
+
+class GpuStateReader:
+    """Reads the GPU's state (SM and memory clocks, power, temperature, clock event
+    reasons) through NVML, once a timed stretch: `with GpuStateReader() as read: read()`.
+    Where NVML cannot start, read() returns {} and `reason` says why; a reading that fails
+    half-way keeps what it read and says what it missed."""
+
+    def __init__(self, torch_device: int = 0, nvml=None, handle_of: Callable = gpu_handle):
+        self.torch_device = torch_device
+        self.nvml = nvml  # a stand-in for pynvml (the tests' recorded readings); None: the real one
+        self.handle_of = handle_of
+        self.handle = None
+        self.reason: str | None = None
+
+    def __enter__(self):
+        nvml = self.nvml
+        if nvml is None:
+            try:
+                import pynvml as nvml
+            except ImportError:
+                self.reason = "nvidia-ml-py is not installed (pip install nvidia-ml-py)"
+                return self.read
+        try:
+            nvml.nvmlInit()
+            self.nvml = nvml
+            self.handle = self.handle_of(nvml, self.torch_device)
+        except Exception as e:  # noqa: BLE001 - NVMLError, or no CUDA device to name
+            self.reason = f"NVML did not start: {e}"
+            self.handle = None
+        return self.read
+
+    def __exit__(self, *exc) -> None:
+        if self.handle is not None:
+            try:
+                self.nvml.nvmlShutdown()
+            except Exception:  # noqa: BLE001 - shutting down is best effort
+                pass
+
+    def read(self) -> dict:
+        """One reading: sm_mhz, mem_mhz, power_w, temp_c, reasons (names), reasons_mask,
+        t (wall clock, s)."""
+        from sweeper.analysis.gpu_state import reason_names
+
+        if self.handle is None:
+            return {}
+        n, h = self.nvml, self.handle
+        out: dict = {"t": round(time.time(), 3)}
+        reads = {
+            "sm_mhz": lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM),
+            "mem_mhz": lambda: n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_MEM),
+            "power_w": lambda: n.nvmlDeviceGetPowerUsage(h) / 1000.0,
+            "temp_c": lambda: n.nvmlDeviceGetTemperature(h, n.NVML_TEMPERATURE_GPU),
+            "reasons_mask": lambda: _event_reasons(n, h),
+        }
+        for name, fn in reads.items():
+            try:
+                out[name] = fn()
+            except Exception as e:  # noqa: BLE001 - one counter a GPU lacks costs only it
+                out.setdefault("missed", []).append(f"{name}: {e}")
+        if "reasons_mask" in out:
+            out["reasons"] = reason_names(int(out["reasons_mask"]))
+        return out
+
+
+def _event_reasons(nvml, handle) -> int:
+    # renamed "clocks event reasons" in NVML 12.2; older drivers know only the throttle name
+    fn = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+        nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+    return int(fn(handle))

@@ -152,12 +152,24 @@ def steady(ctx: JobContext) -> Steady:
     from tasks import nvml_util
     from tasks.timing import steady_loop
 
+    from sweeper.analysis.gpu_state import loop_state, state_words
+
     run_loop = partial(steady_loop, made(ctx.step, "the compiled step"), ctx.measure["steady_loop_s"], ctx.device)
     if ctx.device != "cuda":
         return Steady(run_loop(), {"util_pct": None, "reason": nvml_util.NO_GPU_REASON})
-    loop, nvml = nvml_util.utilization_during(run_loop)
+    reader = nvml_util.GpuStateReader()
+    with reader as read:
+        loop, nvml = nvml_util.utilization_during(partial(run_loop, state=read if reader.handle else None))
     util = nvml.get("util_pct")
     say(f"NVML utilization {'not read' if util is None else f'{util:.1f}%'} over {loop['loop_s']} s")
+    state = loop_state(loop.get("gpu_rounds") or [], loop["chunk_step_ms"])
+    if state:
+        loop["gpu_state"] = state
+        if "step_ms_not_slowed" in state:  # the figure is the stretches the GPU ran at its clocks
+            loop["step_ms_all"], loop["step_ms"] = loop["step_ms"], state["step_ms_not_slowed"]
+        say(f"GPU state: {state_words(state)}")
+    elif reader.reason:
+        loop["gpu_state"] = {"reason": reader.reason}
     return Steady(loop, nvml)
 
 

@@ -112,7 +112,8 @@ def rounds_in_turn(rounds: dict[str, Callable[[], object]], min_rounds: int, max
     return taken, failed
 
 
-def steady_loop(fn: Callable[[], object], seconds: float, device: str) -> dict:
+def steady_loop(fn: Callable[[], object], seconds: float, device: str,
+                state: Callable[[], dict] | None = None) -> dict:
     """Call `fn` back to back (as time_calls does, no wait between calls) for `seconds`,
     after 3 calls to settle: the step's mean time over seconds rather than milliseconds.
     Why: the host's launch speed switches every 0.2 to 4 s on the H200 VM
@@ -123,30 +124,41 @@ def steady_loop(fn: Callable[[], object], seconds: float, device: str) -> dict:
     chunk_step_ms: the mean step of each of LOOP_CHUNKS stretches of the loop (a wait for
     the device closes each; the stretches cover the whole loop, the last maybe shorter, so
     their means bracket step_ms), whose spread is the loop's own noise when two sweeps are
-    compared (sweeper/analysis/regression.py)."""
+    compared (sweeper/analysis/regression.py). `state`: a reading of the GPU's clocks, power,
+    temperature and clock event reasons (nvml_util.GpuStateReader), taken as each stretch
+    ends, outside its time (and the loop's): the record's gpu_rounds, one a stretch."""
     with paused():  # a full collection of the compiler's heap stalled a loop for 1 s
         for _ in range(3):
             fn()
         synchronize(device)
         start_us, t0, steps = int(time.time() * 1e6), time.perf_counter(), 0
         chunk_s, chunks, chunk_t, chunk_steps = seconds / LOOP_CHUNKS, [], t0, 0
-        while time.perf_counter() - t0 < seconds or steps == 0:
+        readings, reading_s = [], 0.0
+        while time.perf_counter() - (t0 + reading_s) < seconds or steps == 0:
             fn()
             steps += 1
             if time.perf_counter() - chunk_t >= chunk_s:
                 synchronize(device)
                 now = time.perf_counter()
                 chunks.append((now - chunk_t) * 1000 / (steps - chunk_steps))
-                chunk_t, chunk_steps = now, steps
+                if state is not None:
+                    readings.append(state())
+                    reading_s += time.perf_counter() - now
+                chunk_t, chunk_steps = time.perf_counter(), steps
         synchronize(device)
         now, end_us = time.perf_counter(), int(time.time() * 1e6)
         # the stretch after the last full one is a stretch too: left out, a slow tail put
         # the loop's mean above every stretch's (a loaded 2-core CI machine)
         if steps > chunk_steps:
             chunks.append((now - chunk_t) * 1000 / (steps - chunk_steps))
-        loop_s = now - t0
-    return {"step_ms": loop_s * 1000 / steps, "steps": steps, "loop_s": round(loop_s, 3),
-            "start_us": start_us, "end_us": end_us, "chunk_step_ms": [round(c, 5) for c in chunks]}
+            if state is not None:
+                readings.append(state())
+        loop_s = now - t0 - reading_s
+    out = {"step_ms": loop_s * 1000 / steps, "steps": steps, "loop_s": round(loop_s, 3),
+           "start_us": start_us, "end_us": end_us, "chunk_step_ms": [round(c, 5) for c in chunks]}
+    if state is not None:
+        out["gpu_rounds"] = readings
+    return out
 
 
 LOOP_CHUNKS = 8  # stretches of the steady loop timed apart (half a second each of 4 s)

@@ -123,7 +123,7 @@ def chromium() -> str:
 LONGEST_FIRST = ["test_autotune_partial.py", "test_ray_launcher.py", "test_history.py", "test_compile_store.py",
                  "test_builds.py", "test_job_cpu.py", "test_packing.py", "test_autotune_store.py", "test_validate.py",
                  "test_storage.py", "test_kernel_configs.py", "test_autotune_cancelled.py", "test_spare_gpus.py",
-                 "test_attribution_check.py", "test_own_cluster.py",
+                 "test_attribution_check.py", "test_own_cluster.py", "test_confirm.py",
                  "test_report_scale.py", "test_hta.py", "test_faults_round4.py", "test_bad_summaries.py",
                  "test_gpu_lease.py", "test_report.py", "test_full_disk.py"]
 

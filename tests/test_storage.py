@@ -164,7 +164,11 @@ def test_on_a_two_node_cluster_the_compile_and_artifacts_never_pass_through_the_
             return {kind: (tmp_path / kind / night, [
                 f"hydra.launcher.address={cluster.address}", "hydra.launcher.num_cpus_per_job=2",
                 f"hydra.launcher.storage_path='{uri}'",  # quoted: a URI's query holds = and &
-                f"hydra.launcher.scratch_dir={tmp_path / kind / ('scratch-' + night)}"]) for kind, uri in uris.items()}
+                f"hydra.launcher.scratch_dir={tmp_path / kind / ('scratch-' + night)}",
+                # the driver's compile store of this test alone: a compile of the same job that another
+                # test's sweep brought back into the session's store was put into this storage by the
+                # driver (compile_store.promote), and the cold run ran warm
+                f"compile_store={tmp_path / kind / 'compile_store'}"]) for kind, uri in uris.items()}
 
         _sweeps(runs("cold"))
         kept = {}

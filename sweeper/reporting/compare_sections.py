@@ -48,6 +48,27 @@ def changed_section(cmp) -> list[str]:
 CHANGED_LISTED = 10  # flagged jobs listed on the first screen; the rest in the comparison
 
 
+def history_section(got) -> list[str]:
+    """The nightly's first screen, first: the change points over the history that ends
+    with this sweep (changes_text.Changes), as `history changes` says them."""
+    from sweeper.analysis.changes import WINDOW
+    from sweeper.reporting.changes_text import change_line
+
+    last = got.nights[-1] if got.nights else "?"
+    recent = [c for c in got.changes if c.night >= len(got.nights) - WINDOW]
+    out = [f"<h2 id='history-changes'>What changed over the last {count(len(got.nights), 'night')}</h2>",
+           f"<p>{count(len(got.changes), 'change point')} over the nightly history up to this sweep ({esc(last)}), "
+           f"{len(recent)} starting in the last {WINDOW} nights; {esc(got.false_rate)}. The same as "
+           f"<code>python -m sweeper.history changes {esc(got.sweeps[-1].parent if got.sweeps else '')}</code>.</p>"]
+    if got.changes:
+        out.append("<ul>")
+        out += [f"<li>{esc(change_line(c, got))}</li>" for c in got.changes[:CHANGED_LISTED]]
+        if len(got.changes) > CHANGED_LISTED:
+            out.append(f"<li>and {len(got.changes) - CHANGED_LISTED} more: <code>history changes</code></li>")
+        out.append("</ul>")
+    return out
+
+
 def changed_sentence(flagged: int, judged: int, unjudged: int) -> str:
     """What the compare found, in one sentence that says what was judged and what was not."""
     total = judged + unjudged

@@ -23,6 +23,7 @@ from sweeper.analysis.module_rollup import block_of
 from sweeper.analysis.categories import CATEGORIES, category_label
 from sweeper.reporting.finding import Finding, ms_text, number, ok_jobs, by_job
 from sweeper.reporting.pairs import one_key_pairs
+from sweeper.reporting.tables import OUTSIDE_ROW
 
 BLOCK_MAX_SHARE_PCT = 60.0
 PAIR_KEYS = ("autotune", "cudagraphs")
@@ -69,6 +70,11 @@ def where_in_model(jobs: pd.DataFrame, modules: pd.DataFrame, kernels: pd.DataFr
         if typical is not None:  # the step's time less what its typical step's layers spent less
             total -= float(mine["device_ms"].sum()) - float(typical["device_ms"].sum())
             mine = typical
+        # the eager code between graphs is no block of the model: said after it, with what runs there
+        in_graphs = mine[~mine["module"].astype(str).str.startswith(OUTSIDE_ROW[:-1])]
+        if in_graphs.empty or float(in_graphs["device_ms"].sum()) <= 0:
+            continue
+        mine = in_graphs
         depth = block_depth(mine)
         blocks = rollup(mine, depth)
         block, block_ms = str(blocks.index[0]), float(blocks.iloc[0])

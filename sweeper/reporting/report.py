@@ -22,7 +22,7 @@ from sweeper.reporting.load import LoadedSweep
 from sweeper.reporting.overview import SMALL_SWEEP_JOBS, Overview, rule_summaries
 from sweeper.reporting.html_parts import (OPEN_SCRIPT, RENDERED_SCRIPT, STYLE, TABLE_SCRIPT, esc, fmt_num, fold_close,
                                           fold_open, short)
-from sweeper.reporting.compare_sections import builds_section, changed_section, compared_section
+from sweeper.reporting.compare_sections import builds_section, changed_section, compared_section, history_section
 from sweeper.reporting.job_sections import failed_section, job_details_section, jobs_section, kernels_section, rerun_section
 from sweeper.words import count
 
@@ -40,6 +40,7 @@ class ReportView:
     builds: list = field(default_factory=list)  # sweeps.Comparison between builds of this sweep
     overview: Overview | None = None
     embed_figures: bool = True  # figures inside the page (data URIs), else linked beside it
+    history: Any = None  # changes_text.Changes over the nightly history ending here, or None
 
 
 def render(sweep: LoadedSweep, view: ReportView) -> str:
@@ -61,6 +62,7 @@ def _small_page(sweep: LoadedSweep, view: ReportView) -> str:
     sweep_dir, summary, records, jobs = sweep.path, sweep.summary, sweep.records, sweep.jobs
     entries = {j["num"]: j for j in summary.get("jobs", [])}
     out = _header(sweep_dir, summary, records, jobs)
+    out += history_section(view.history) if view.history is not None else []
     out += changed_section(view.comparison) if view.comparison is not None else []
     out += _findings_section(view.findings, jobs)
     out += _to_win_section(sweep.recoverable)
@@ -85,6 +87,7 @@ def _large_page(sweep: LoadedSweep, view: ReportView) -> str:
     per_job = [f for f in view.findings if f.scope != "across jobs"]
     across = [f for f in view.findings if f.scope == "across jobs"]
     out = _header(sweep_dir, summary, records, jobs)
+    out += history_section(view.history) if view.history is not None else []
     out += changed_section(view.comparison) if view.comparison is not None else []
     out += _overview_section(view.overview, across, per_job, jobs) if view.overview is not None else []
     out += _to_win_section(sweep.recoverable)

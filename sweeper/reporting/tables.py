@@ -102,6 +102,7 @@ def job_row(rec: Record, label: str | None, shared: str | None) -> dict:
         "nvml_expected_pct": nvml_expected_pct(step.get("busy_pct"), step.get("kernel_launches"),
                                                step.get("busy_wall_ms")) if env.get("gpu") else None,
         "steady_step_ms": ((rec.get("timings") or {}).get("steady_loop") or {}).get("step_ms"),
+        **gpu_state_columns(((rec.get("timings") or {}).get("steady_loop") or {}).get("gpu_state") or {}),
         "autotune_seeded": ((rec.get("timings") or {}).get("autotune_store") or {}).get("seeded_entries"),
         "compile_state": compile_state(rec.get("timings") or {}),
         "compile_s_before": compile_s_before(rec.get("timings") or {}),
@@ -114,6 +115,10 @@ def job_row(rec: Record, label: str | None, shared: str | None) -> dict:
         "rerun_alone": job.get("rerun_alone"),
         "gpu": env.get("gpu"),
         "torch": env.get("torch"),
+        "triton": env.get("triton"),
+        "cuda": env.get("cuda"),
+        "gpu_driver": env.get("driver"),
+        "sweeper_version": job.get("sweeper_version"),
         "duration_s": job.get("duration_s"),
         "dir": job.get("dir"),
         "log": (rec.get("artifacts") or {}).get("log"),
@@ -285,3 +290,13 @@ def microbench_table(records: list[Record]) -> pd.DataFrame:
     names = unique_labels(records)
     rows = [row for rec in records for row in bench_rows(rec, names[job_num(rec)])]
     return pd.DataFrame(rows, columns=list(BENCH_COLUMNS))
+
+
+def gpu_state_columns(state: dict) -> dict:
+    """The jobs table's figures of the GPU's state over the steady loop (analysis/gpu_state.py)."""
+    sm = state.get("sm_mhz") or {}
+    return {"sm_clock_mhz": sm.get("median"), "sm_clock_min_mhz": sm.get("min"),
+            "clocks_moved": state.get("clocks_moved"),
+            "slowed_rounds": len(state["slowed_rounds"]) if "slowed_rounds" in state else None,
+            "gpu_temp_max_c": (state.get("temp_c") or {}).get("max"),
+            "gpu_power_w": (state.get("power_w") or {}).get("median")}

@@ -102,6 +102,7 @@ def trend_figure(sweeps: list[Path], out: Path) -> tuple[Path, pd.DataFrame]:
             ax.plot(g["started"], g["step_ms"], marker="o", label=label)
         ax.set_ylabel("compiled step, steady loop (ms)")
         ax.set_ylim(bottom=0)
+    marks = change_marks(ax, sweeps, data)
     limits = date_limits(list(data["started"].dropna()))
     if limits is not None:
         ax.set_xlim(*limits)
@@ -116,4 +117,37 @@ def trend_figure(sweeps: list[Path], out: Path) -> tuple[Path, pd.DataFrame]:
     ax.set_title(what.replace("\n", f" {over}\n", 1) if many else f"{what} {over}", fontsize=10)
     if len(data):
         ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1))
+    data.attrs["change_points"] = marks
     return save(fig, out), data
+
+
+MARKED = 6  # change points drawn on the trend; `history changes` lists them all
+
+
+def change_marks(ax, sweeps: list[Path], data: pd.DataFrame) -> list[str]:
+    """The change points of these sweeps (`history changes`' analysis) drawn on the trend:
+    a dotted vertical line at the first night of each (the largest MARKED), numbered, with
+    its words in the legend. Returns those words; none under changes_text.MIN_NIGHTS nights."""
+    from sweeper.reporting.changes_text import MIN_NIGHTS, changes_of
+
+    if len(sweeps) < MIN_NIGHTS:
+        return []
+    try:
+        got = changes_of(list(sweeps))
+    except AggregateError:
+        return []
+    started = data.drop_duplicates("sweep").set_index("sweep")["started"]
+    labels = got.history.labels
+    words = []
+    for i, c in enumerate(got.changes[:MARKED], 1):
+        when = started.get(got.nights[c.night]) if c.night < len(got.nights) else None
+        if when is None or pd.isna(when):
+            continue
+        what = (c.name if c.level in ("category", "family") else f"{labels.get(c.name, c.name)} {c.level}")
+        size = "fails" if c.level == "accuracy" else f"{c.size_pct:+.1f}%"
+        text = f"change {i}: {what} {size} from {got.nights[c.night]}"
+        ax.axvline(when, color="tab:red", linestyle=":", linewidth=1.2, label=text)
+        ax.annotate(str(i), (when, 1.0), xycoords=("data", "axes fraction"), color="tab:red", fontsize=8,
+                    ha="center", va="bottom")
+        words.append(text)
+    return words

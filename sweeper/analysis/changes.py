@@ -1,0 +1,536 @@
+"""Change points over a nightly history (pure: numbers in, changes out; `python -m
+sweeper.history changes`, docs/method.md "Change points over the nightly history").
+
+What is judged, where the noise is lowest:
+- a **kernel family** in every job that runs it: its kernel time a step (the kernels whose
+  names differ only by Inductor's number, `triton_red_fused_native_batch_norm_backward_*`,
+  or one library kernel), and a **category** (every Triton reduction of a job), pooled over
+  the jobs: a 1-4% change of a family shared by many jobs, which no single job shows beyond
+  its noise, moves them all the same way;
+- each **job**'s kernel time a step, its step time where the GPU is busy enough for the step
+  to follow its kernels (busy_pct >= STEP_BUSY_PCT), its compile time and peak memory, each
+  with a floor of its own (HUD's: compile latency 15%, memory 5%), and its check against
+  eager (passed -> failed is a change by itself).
+
+How a change is found (a locator proposes a night, a test judges it, and it must hold):
+1. *Where*: two locators. KernelCPD from ruptures (PELT over a linear kernel: a
+   least-squares step fit) cuts the series (a job's, or for a family the mean over its jobs
+   of each job's nights in units of its own noise) with a BIC-like penalty (PENALTY x log
+   of the nights). For a family, also the jobs' scan (job_scan): nights where at least
+   MIN_TOUCHED of its jobs step the same way, which a mean over 100 jobs hides when 5 moved.
+   ruptures was chosen over signal-processing-algorithms / Apache Otava (E-divisive, a
+   source distribution with a build step) and asv's step detector (inside asv, not a
+   library of its own): a maintained wheel with several detectors, whose KernelCPD runs in
+   C (6 us a 30-night series: a 1,000-job history of 30 nights is thousands of series).
+2. *Whether*: at a proposed night, the nights before it (at least BASELINE, up to
+   TEST_NIGHTS or the cut before) against those after (up to TEST_NIGHTS or the next cut).
+   For a family, each job's one-sided Welch test of its nights in noise widths, each night
+   clipped at SCAN_CLIP (a preempted night is one night, not a change), combined over the
+   jobs by Fisher's method, with at least MIN_TOUCHED jobs moved (p < MOVED_P each); the
+   change's size where it happened from a two-group mixture of the jobs' shifts (unmoved
+   and moved: the moved jobs alone overstate a small change), its interval by resampling
+   the jobs; the shift over all the jobs by a random-effects model (DerSimonian-Laird) in
+   the evidence. For a job, a Welch t-test of the nights themselves and its shift against
+   its noise, the larger p counting. A p-value is multiplied by the positions a cut could
+   have taken (choosing one makes any look significant); every proposed night of every
+   series is one test, and the false discoveries over all of them are held at FDR_Q by
+   Benjamini-Hochberg. A change needs at least PERSIST nights after its first; one in the
+   first BASELINE nights read is not judged (too short a baseline).
+
+The noise of a series is its own: the median absolute difference of successive nights
+(robust to the step it may hold), so a family with noisy kernels needs a larger change.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+WINDOW = 6  # the last nights whose changes --fail-on-regression and the report call recent (HUD's 6 days)
+BASELINE = 5  # nights before a change that its test needs, at least (a shorter baseline is one preempted night from a flag)
+TEST_NIGHTS = 12  # nights before (and after) a cut that its test reads, at most (up to the next cut)
+PERSIST = 3  # nights a change must hold, its first included
+PENALTY = 3.0  # the cut's penalty, in noise variances x log(nights): calibrated on A/A histories (bench/change_detection.py)
+FDR_Q = 0.01  # false discovery rate over every tested cut (Benjamini-Hochberg)
+MIN_NOISE = 0.002  # a series' noise at least this (log units, 0.2%): nights of identical figures are not noiseless
+MIN_JOBS = 3  # a family pooled over fewer jobs is judged job by job only
+MIN_TOUCHED = 3  # a family's change moves at least this many jobs beyond 3x their noise (fewer: a job's change)
+CLIP = 10.0  # a night of one job counts at most this many noise widths in the family's mean
+
+# The least change worth a flag, relative, by what the series is
+FLOOR = {"category": 0.005, "family": 0.005, "kernels": 0.02, "step": 0.03, "compile": 0.15, "memory": 0.05}
+STEP_BUSY_PCT = 60.0  # a job's step time is judged only where its GPU was this busy (the step follows its kernels)
+
+_NUMBER = re.compile(r"_\d+$")
+_CPP_GRAPH = re.compile(r"^graph_\d+_")
+
+
+def family_of(kernel: str) -> str:
+    """A kernel's family across jobs: a generated kernel's name without Inductor's number
+    (and a C++ kernel's graph prefix); a library kernel's own name."""
+    name = _CPP_GRAPH.sub("", str(kernel))
+    if name.startswith(("triton_", "cpp_fused", "cpp_kernel")):
+        return _NUMBER.sub("", name)
+    return name
+
+
+@dataclass
+class Change:
+    """One change point of one series."""
+
+    level: str  # category | family | kernels | step | compile | memory | accuracy
+    name: str  # the family or category, or the job's label
+    night: int  # index of the first night it holds
+    size_pct: float  # the change, % (positive: slower, larger)
+    ci_pct: tuple[float, float]
+    p_value: float
+    jobs: tuple[str, ...]  # the jobs it touches (beyond their noise), or the job
+    jobs_running: int  # jobs whose series it is
+    evidence: str
+    q_value: float = float("nan")
+    modules: tuple[str, ...] = ()
+
+    @property
+    def direction(self) -> str:
+        return "slower" if self.size_pct > 0 else "faster"
+
+
+@dataclass
+class Candidate:
+    level: str
+    name: str
+    night: int
+    size: float  # log units
+    ci: tuple[float, float]
+    p: float
+    jobs: tuple[str, ...]
+    running: int
+    evidence: str
+    extra: dict = field(default_factory=dict)
+
+
+def noise_of(y: np.ndarray) -> float:
+    """A series' noise (log units): 1.4826 x the median absolute successive difference / sqrt(2)."""
+    d = np.diff(y[~np.isnan(y)])
+    if len(d) < 2:
+        return MIN_NOISE
+    return max(float(1.4826 * np.median(np.abs(d)) / math.sqrt(2)), MIN_NOISE)
+
+
+def cuts(series: np.ndarray, penalty: float = PENALTY) -> list[int]:
+    """The nights where a new level starts in a standardised series (NaN nights dropped and
+    put back), by ruptures' KernelCPD with a linear kernel (a least-squares step fit) and
+    a penalty of `penalty` x log(nights)."""
+    import ruptures as rpt
+
+    keep = np.flatnonzero(~np.isnan(series))
+    if len(keep) < 2 * PERSIST + 1:
+        return []
+    x = series[keep].reshape(-1, 1)
+    found = rpt.KernelCPD(kernel="linear", min_size=PERSIST).fit(x).predict(pen=penalty * math.log(len(keep)))
+    return [int(keep[b]) for b in found[:-1]]  # the last is the series' end
+
+
+def _windows(t: int, cut_list: Sequence[int], n: int) -> tuple[slice, slice]:
+    before = [c for c in cut_list if c < t]
+    after = [c for c in cut_list if c > t]
+    lo = max(before[-1] if before else 0, t - TEST_NIGHTS)
+    hi = min(after[0] if after else n, t + TEST_NIGHTS)
+    return slice(lo, t), slice(t, hi)
+
+
+def _dersimonian_laird(r: np.ndarray, v: np.ndarray) -> tuple[float, float, float]:
+    """(pooled effect, its standard error, between-job variance) of shifts `r` with variances `v`."""
+    w = 1 / v
+    mu_f = float(np.sum(w * r) / np.sum(w))
+    q = float(np.sum(w * (r - mu_f) ** 2))
+    c = float(np.sum(w) - np.sum(w ** 2) / np.sum(w))
+    tau2 = max(0.0, (q - (len(r) - 1)) / c) if c > 0 else 0.0
+    w2 = 1 / (v + tau2)
+    mu = float(np.sum(w2 * r) / np.sum(w2))
+    return mu, math.sqrt(1 / float(np.sum(w2))), tau2
+
+
+def pooled_candidates(level: str, name: str, matrix: np.ndarray, jobs: Sequence[str],
+                      penalty: float = PENALTY) -> list[Candidate]:
+    """A family's candidate changes: `matrix` is jobs x nights of its kernel time a step (ms,
+    NaN where a job did not run it).
+
+    Each job in units of its own noise, the jobs averaged night by night (clipped, so that
+    one preempted kernel cannot make a night; not trimmed, so that a change in a few jobs
+    still moves the mean): the cuts of that series are where. At each, every job's one-sided
+    p-value of its shift in the cut's direction, combined by Fisher's method (a change in 5
+    of 70 jobs is a change of the family, as a mean over them would hide), with at least
+    MIN_TOUCHED jobs beyond 3x their noise; and the shift over all the jobs by a random-effects
+    model (DerSimonian-Laird), its interval the size of a change shared by all."""
+    from scipy import stats
+
+    y = np.log(np.where(matrix > 0, matrix, np.nan))
+    ok = np.sum(~np.isnan(y), axis=1) >= 2 * PERSIST + 1
+    y, jobs = y[ok], [j for j, k in zip(jobs, ok) if k]
+    if len(jobs) < MIN_JOBS:
+        return []
+    noise = np.array([noise_of(row) for row in y])
+    z = np.clip((y - np.nanmedian(y, axis=1, keepdims=True)) / noise[:, None], -CLIP, CLIP)
+    with np.errstate(all="ignore"):
+        pooled = np.nanmean(z, axis=0)
+    found = cuts(pooled / noise_of(pooled) if np.isfinite(pooled).sum() > 3 else pooled, penalty)
+    scanned = job_scan(z)
+    out: list[Candidate] = []
+    n = y.shape[1]
+    positions = max(1, n - 2 * PERSIST + 1)  # where a cut could have been put: the test's price for choosing one
+    for t in sorted(set(found) | set(scanned)):
+        how = ("KernelCPD cut of the jobs' mean" if t in found else "the jobs' scan") + \
+            (" and the jobs' scan" if t in found and t in scanned else "")
+        around = sorted(set(found) | {t})
+        first = _at(t, around, y, noise, pooled, scanned.get(t))
+        if first is None:
+            continue
+        refined = _refined(t, around, first[-1], y, noise)  # the cut of the jobs' mean, told by the jobs it moved
+        got = _at(refined, sorted({f for f in around if f != t} | {refined}), y, noise, pooled, first[3])
+        if got is None:
+            continue
+        t = refined
+        r, v, one_sided, sign, use, _ = got
+        if any(c.night == t and c.size * sign > 0 for c in out):
+            continue  # both locators found it
+        p_fisher = float(stats.combine_pvalues(np.clip(one_sided, 1e-300, 1.0), method="fisher").pvalue)
+        mu, se, tau2 = _dersimonian_laird(r, v)
+        used = [j for j, u in zip(jobs, use) if u]
+        moved = one_sided < MOVED_P
+        touched = tuple(j for j, m in zip(used, moved) if m)
+        if len(touched) < MIN_TOUCHED:
+            continue
+        start = float(np.median(r[moved]))
+        size, share = _mixture_fit(r, v, start)
+        p = min(1.0, p_fisher * positions)
+        out.append(Candidate(level, name, t, size, (size, size), p, touched,
+                             int(use.sum()),
+                             f"{how} at this night; Fisher's combination of the "
+                             f"{int(use.sum())} jobs' shifts p={p_fisher:.2g} (x{positions} cut positions); "
+                             f"{len(touched)} jobs moved (Welch p < {MOVED_P:g} each); the change where it happened from "
+                             f"a two-group mixture (about {100 * share:.0f}% of the jobs moved); shift over all the jobs "
+                             f"{100 * math.expm1(mu):+.2f}% (random effects, 95% CI {100 * math.expm1(mu - 1.96 * se):+.2f} "
+                             f"to {100 * math.expm1(mu + 1.96 * se):+.2f}%, between-job sd {100 * math.sqrt(tau2):.2f}%)",
+                             extra={"shifts": (r, v, start)}))
+    return out
+
+
+BOOTSTRAP = 200  # resamples of the jobs for the interval of a family's change
+
+
+def _mixture_fit(r: np.ndarray, v: np.ndarray, start: float) -> tuple[float, float]:
+    """(shift, share of jobs moved) of shifts r (variances v) as two groups: jobs unchanged
+    (mean 0) and jobs moved by one shift, by EM. The median of the jobs beyond 3x their noise
+    alone overstates a small change (those that noise pushed further are the ones chosen:
+    1.5% read as 2.5% in 25 of 60 jobs with 1% noise); the mixture counts every job."""
+    delta, share = start, 0.5
+    sd = np.sqrt(v)
+    for _ in range(100):
+        l1 = share * np.exp(-0.5 * ((r - delta) / sd) ** 2)
+        l0 = (1 - share) * np.exp(-0.5 * (r / sd) ** 2)
+        w = l1 / np.maximum(l0 + l1, 1e-300)
+        if w.sum() < 1e-9:
+            return delta, 0.0
+        new = float(np.sum(w * r / v) / np.sum(w / v))
+        share = float(np.clip(w.mean(), 1e-3, 1 - 1e-3))
+        if abs(new - delta) < 1e-7:
+            delta = new
+            break
+        delta = new
+    return delta, share
+
+
+def mixture_shift(r: np.ndarray, v: np.ndarray, start: float) -> tuple[float, tuple[float, float], float]:
+    """A family's change where it happened (log units), its 95% interval (the jobs resampled
+    BOOTSTRAP times, a fixed seed: the same history gives the same answer) and the share of
+    jobs it moved."""
+    delta, share = _mixture_fit(r, v, start)
+    rng = np.random.default_rng(0)
+    boots = []
+    for _ in range(BOOTSTRAP):
+        i = rng.integers(0, len(r), len(r))
+        boots.append(_mixture_fit(r[i], v[i], delta)[0])
+    lo, hi = np.percentile(boots, [2.5, 97.5])
+    return delta, (float(min(lo, delta)), float(max(hi, delta))), share
+
+
+MIN_VAR = 0.25  # a window's variance at least this (noise widths squared): nights clipped alike are not exact
+MOVED_P = 0.00135  # a job moved when its one-sided p is under this (3 sd of a normal)
+SCAN_Z = 3.0  # a job steps at a night when its nights after differ from those before by this many noise widths
+SCAN_CLIP = 4.0  # a night counts at most this many noise widths in the scan: one preempted night makes no step
+
+
+def job_scan(z: np.ndarray) -> dict[int, float]:
+    """The second locator of a family's change: nights where at least MIN_TOUCHED of its jobs
+    step by SCAN_Z noise widths the same way (each job's mean of up to TEST_NIGHTS nights
+    after against at least PERSIST before, every night clipped at SCAN_CLIP widths), the most
+    at that night of its neighbours; night -> direction (+1 slower). The jobs' mean, which
+    KernelCPD cuts, hides a change in 5 of 100 jobs; this does not, and the test at the
+    night prices it the same (x cut positions). Sums by cumulative sums: every job and night
+    at once (a 1,000-job history has thousands of families' matrices)."""
+    jobs, n = z.shape
+    c = np.clip(z, -SCAN_CLIP, SCAN_CLIP)
+    have = ~np.isnan(c)
+    cs = np.concatenate([np.zeros((jobs, 1)), np.cumsum(np.where(have, c, 0.0), axis=1)], axis=1)
+    cn = np.concatenate([np.zeros((jobs, 1)), np.cumsum(have, axis=1)], axis=1)
+    ts = np.arange(BASELINE, n - PERSIST + 1)
+    if not len(ts):
+        return {}
+    lo, hi = np.maximum(0, ts - TEST_NIGHTS), np.minimum(n, ts + TEST_NIGHTS)
+    sa, na = cs[:, ts] - cs[:, lo], cn[:, ts] - cn[:, lo]
+    sb, nb = cs[:, hi] - cs[:, ts], cn[:, hi] - cn[:, ts]
+    ok = (na >= BASELINE) & (nb >= PERSIST)
+    with np.errstate(all="ignore"):
+        step = np.where(ok, (sb / nb - sa / na) / np.sqrt(1 / na + 1 / nb), 0.0)
+    counts = np.zeros((2, n))
+    counts[0, ts], counts[1, ts] = np.sum(step > SCAN_Z, axis=0), np.sum(step < -SCAN_Z, axis=0)
+    out: dict[int, float] = {}
+    for d, sign in ((0, 1.0), (1, -1.0)):
+        k = counts[d]
+        for t in ts:
+            if k[t] >= MIN_TOUCHED and k[t] >= k[min(n - 1, t + 1)] and k[t] > k[t - 1]:  # a peak, its first night
+                out.setdefault(int(t), sign)
+    return out
+
+
+def _at(t: int, found: Sequence[int], y: np.ndarray, noise: np.ndarray, pooled: np.ndarray,
+        direction: float | None = None):
+    """Each job's shift at cut t (median after - median before, within the windows), its
+    variance, z, the cut's direction, the jobs used and the rows beyond 3x their noise; None
+    where the windows are too short or too few jobs ran on both sides."""
+    n = y.shape[1]
+    pre, post = _windows(t, found, n)
+    if post.stop - post.start < PERSIST or pre.stop - pre.start < BASELINE:
+        return None
+    a, b = y[:, pre], y[:, post]
+    npre, npost = np.sum(~np.isnan(a), axis=1), np.sum(~np.isnan(b), axis=1)
+    use = (npre >= BASELINE) & (npost >= PERSIST)  # medians of 3 or more: one preempted night moves none
+    if use.sum() < MIN_JOBS:
+        return None
+    with np.errstate(all="ignore"):
+        r = np.nanmedian(b[use], axis=1) - np.nanmedian(a[use], axis=1)
+    v = noise[use] ** 2 * (1 / npre[use] + 1 / npost[use]) * (math.pi / 2)  # a median's variance
+    # the evidence: the nights in noise widths, each clipped at SCAN_CLIP (a night preempted
+    # twice in a short window made a 30-width "shift" and a family's p of 1e-177 on A/A nights)
+    zc = np.clip((y[use] - np.nanmedian(y[use], axis=1, keepdims=True)) / noise[use, None], -SCAN_CLIP, SCAN_CLIP)
+    # and held against the windows' own spread (Welch), not the series' noise alone: a noise
+    # told from 30 nights can be 40% low, which made three jobs of 22 "move" on A/A nights
+    na, nb = npre[use], npost[use]
+    with np.errstate(all="ignore"):
+        ma, mb = np.nanmean(zc[:, pre], axis=1), np.nanmean(zc[:, post], axis=1)
+        va = np.maximum(np.nanvar(zc[:, pre], axis=1, ddof=1), MIN_VAR)
+        vb = np.maximum(np.nanvar(zc[:, post], axis=1, ddof=1), MIN_VAR)
+        se2 = va / na + vb / nb
+        zs = (mb - ma) / np.sqrt(se2)
+        df = se2 ** 2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1))
+    sign = direction if direction is not None else \
+        (1.0 if float(np.nanmean(pooled[post]) - np.nanmean(pooled[pre])) >= 0 else -1.0)
+    from scipy import stats
+
+    p_one = stats.t.sf(sign * zs, df)
+    return r, v, p_one, sign, use, np.flatnonzero(use)[p_one < MOVED_P]
+
+
+def _refined(t: int, found: Sequence[int], rows: np.ndarray, y: np.ndarray, noise: np.ndarray) -> int:
+    """The night, of t-1, t and t+1, where the jobs that moved (rows) step most: the mean
+    over all jobs places a change of a few jobs a night off when a night's noise leans
+    (a least-squares step fit of their mean in noise units, within the cut's windows)."""
+    if not len(rows):
+        return t
+    z = np.nanmean((y[rows] - np.nanmedian(y[rows], axis=1, keepdims=True)) / noise[rows, None], axis=0)
+    best, score = t, -1.0
+    for c in (t - 1, t, t + 1):
+        others = [f for f in found if f != t]
+        pre, post = _windows(c, others, len(z))
+        a, b = z[pre][~np.isnan(z[pre])], z[post][~np.isnan(z[post])]
+        if len(a) < BASELINE or len(b) < PERSIST:
+            continue
+        s = abs(float(b.mean() - a.mean())) * math.sqrt(len(a) * len(b) / (len(a) + len(b)))
+        if s > score:
+            best, score = c, s
+    return best
+
+
+def job_candidates(level: str, job: str, values: np.ndarray, penalty: float = PENALTY) -> list[Candidate]:
+    """One job's candidate changes of one series (ms, MiB or s a night; NaN where missing)."""
+    from scipy import stats
+
+    y = np.log(np.where(values > 0, values, np.nan))
+    if np.sum(~np.isnan(y)) < 2 * PERSIST + 1:
+        return []
+    noise = noise_of(y)
+    found = cuts((y - np.nanmedian(y)) / noise, penalty)
+    out = []
+    for t in found:
+        pre, post = _windows(t, found, len(y))
+        a, b = y[pre][~np.isnan(y[pre])], y[post][~np.isnan(y[post])]
+        if len(b) < PERSIST or len(a) < BASELINE:
+            continue
+        shift = float(np.median(b) - np.median(a))
+        # the larger of the series' noise and the windows' own spread: a noise told from few
+        # nights can come out low, and an interval from it alone too narrow
+        spread = math.sqrt(float(np.var(a, ddof=1)) / len(a) + (float(np.var(b, ddof=1)) / len(b) if len(b) > 1 else 0))
+        se = max(noise * math.sqrt(1 / len(a) + 1 / len(b)), spread)
+        t_stat = stats.ttest_ind(b, a, equal_var=False) if len(a) >= 2 and len(b) >= 2 else None
+        p_t = float(t_stat.pvalue) if t_stat is not None and np.isfinite(t_stat.pvalue) else 1.0
+        p_z = 2 * stats.norm.sf(abs(shift) / se)
+        positions = max(1, len(y) - 2 * PERSIST + 1)  # the price of choosing the cut
+        out.append(Candidate(level, job, t, shift, (shift - 1.96 * se, shift + 1.96 * se),
+                             min(1.0, max(p_t, p_z) * positions), (job,), 1,
+                             f"KernelCPD cut at this night; Welch t-test of the nights p={p_t:.2g}, shift against "
+                             f"its noise ({100 * noise:.2f}% a night) p={p_z:.2g} (the larger, x{positions} cut "
+                             f"positions)"))
+    return out
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> np.ndarray:
+    """q-values of p-values (Benjamini-Hochberg)."""
+    p = np.asarray(p_values, dtype=float)
+    if not len(p):
+        return p
+    order = np.argsort(p)
+    ranked = p[order] * len(p) / (np.arange(len(p)) + 1)
+    q = np.minimum.accumulate(ranked[::-1])[::-1]
+    out = np.empty_like(q)
+    out[order] = np.minimum(q, 1.0)
+    return out
+
+
+def decide(candidates: Sequence[Candidate], q: float = FDR_Q) -> list[Change]:
+    """The candidates that stand: q-value under `q` and a change at least its level's floor."""
+    qs = benjamini_hochberg([c.p for c in candidates])
+    out = []
+    for c, qv in zip(candidates, qs):
+        size = math.expm1(c.size)
+        if qv > q or abs(size) < FLOOR.get(c.level, 0.0):
+            continue
+        if "shifts" in c.extra:  # a family's interval: the jobs resampled, for those that stand only
+            c.size, c.ci, _ = mixture_shift(*c.extra["shifts"])
+            size = math.expm1(c.size)
+        out.append(Change(c.level, c.name, c.night, 100 * size, (100 * math.expm1(c.ci[0]), 100 * math.expm1(c.ci[1])),
+                          c.p, c.jobs, c.running, c.evidence, q_value=float(qv)))
+    return out
+
+
+@dataclass
+class History:
+    """A nightly history in arrays: the nights' names in order, and per series its values a
+    night (NaN where missing)."""
+
+    nights: list[str]
+    jobs: list[str]  # job keys
+    labels: dict[str, str]  # job key -> label
+    # (level, name) -> jobs x nights, for pooled levels (category, family)
+    pooled: dict[tuple[str, str], tuple[list[str], np.ndarray]] = field(default_factory=dict)
+    # (level, job key) -> nights, for per-job levels (kernels, step, compile, memory)
+    per_job: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    accuracy: dict[str, list[str | None]] = field(default_factory=dict)  # job key -> passed/failed a night
+    versions: list[dict[str, str]] = field(default_factory=list)  # a night's versions (torch, triton, ...)
+    modules: dict[str, tuple[str, ...]] = field(default_factory=dict)  # family -> model modules it computes
+
+
+def find_changes(history: History, penalty: float = PENALTY, q: float = FDR_Q) -> list[Change]:
+    """Every change of the history, families and categories first, then jobs, each list by
+    size; accuracy changes (passed -> failed) are not tested, they stand."""
+    candidates: list[Candidate] = []
+    for (level, name), (jobs, matrix) in history.pooled.items():
+        candidates += pooled_candidates(level, name, matrix, jobs, penalty)
+    for (level, job), values in history.per_job.items():
+        candidates += job_candidates(level, job, values, penalty)
+    changes = decide(candidates, q)
+    for job, verdicts in history.accuracy.items():
+        for t in range(1, len(verdicts)):
+            if verdicts[t - 1] == "passed" and verdicts[t] == "failed":
+                changes.append(Change("accuracy", job, t, float("nan"), (float("nan"), float("nan")), 0.0, (job,), 1,
+                                      "its check against eager passed the night before and fails from this one"))
+    for c in changes:
+        if c.level == "family":
+            c.modules = history.modules.get(c.name, ())
+    order = {"accuracy": 0, "category": 1, "family": 2, "kernels": 3, "step": 4, "compile": 5, "memory": 6}
+    return sorted(changes, key=lambda c: (order.get(c.level, 9), -abs(c.size_pct) if c.size_pct == c.size_pct else 0))
+
+
+def versions_between(history: History, night: int) -> dict[str, tuple[str, str]]:
+    """What changed between the last night before `night` and `night`: name -> (before, after)."""
+    if night <= 0 or night >= len(history.versions):
+        return {}
+    a, b = history.versions[night - 1], history.versions[night]
+    return {k: (a.get(k, "?"), b.get(k, "?")) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
+
+
+def build_history(nights: Sequence[tuple[str, Any, Any]], modules_of: Mapping[str, Iterable[str]] | None = None
+                  ) -> History:
+    """A History from each night's (name, jobs table, step kernels table), oldest first (the
+    tables as the aggregate writes them: tables.JOB_COLUMNS and the step's rows of
+    KERNEL_COLUMNS)."""
+    import pandas as pd
+
+    names = [n for n, _, _ in nights]
+    n = len(names)
+    job_rows, fam_rows = [], []
+    versions = []
+    for t, (_, night_jobs, kernels) in enumerate(nights):
+        jobs = night_jobs[night_jobs["status"] == "ok"].drop_duplicates("key")
+        key_of = dict(zip(jobs["job"], jobs["key"]))
+        j = jobs.assign(night=t)
+        job_rows.append(j)
+        vers: dict[str, str] = {}
+        for col in ("torch", "triton", "cuda", "gpu_driver", "sweeper_version", "python"):
+            if col in jobs and jobs[col].notna().any():
+                vers[col] = str(jobs[col].dropna().mode().iloc[0])
+        versions.append(vers)
+        k = kernels[kernels["job"].isin(key_of)]
+        if len(k):
+            fam_rows.append(pd.DataFrame({"night": t, "key": k["job"].map(key_of).to_numpy(),
+                                          "family": [family_of(x) for x in k["kernel"]],
+                                          "category": k["category"].to_numpy(), "ms": k["device_ms"].to_numpy()}))
+    jobs_all = pd.concat(job_rows, ignore_index=True) if job_rows else pd.DataFrame()
+    labels = dict(zip(jobs_all.get("key", []), jobs_all.get("label", [])))
+    history = History(names, sorted(labels), labels, versions=versions)
+    fams = pd.concat(fam_rows, ignore_index=True) if fam_rows else pd.DataFrame(columns=["night", "key", "family",
+                                                                                         "category", "ms"])
+    for level, col in (("category", "category"), ("family", "family")):
+        summed = fams.groupby([col, "key", "night"], sort=False)["ms"].sum()
+        for name, part in summed.groupby(level=0, sort=False):
+            mat_keys = sorted(set(part.index.get_level_values(1)))
+            m = np.full((len(mat_keys), n), np.nan)
+            pos = {k: i for i, k in enumerate(mat_keys)}
+            for (_, key, night), ms in part.items():
+                m[pos[key], night] = ms
+            history.pooled[(level, str(name))] = (mat_keys, m)
+    if len(jobs_all):
+        def series(col, where=None):
+            rows = jobs_all if where is None else jobs_all[where]
+            for key, part in rows.groupby("key", sort=False):
+                v = np.full(n, np.nan)
+                v[part["night"].to_numpy()] = pd.to_numeric(part[col], errors="coerce").to_numpy()
+                yield key, v
+
+        for key, v in series("device_ms"):
+            history.per_job[("kernels", key)] = v
+        if "gpu" in jobs_all:
+            busy = pd.to_numeric(jobs_all.get("busy_pct"), errors="coerce").fillna(0) >= STEP_BUSY_PCT
+            gpu = jobs_all["gpu"].notna()
+            step_col = "steady_step_ms" if "steady_step_ms" in jobs_all else "compiled_step_ms"
+            for key, v in series(step_col, busy & gpu):
+                history.per_job[("step", key)] = v
+        if "compile_s" in jobs_all:
+            cold = jobs_all.get("compile_state", pd.Series("cold", index=jobs_all.index)).fillna("cold") != "warm"
+            for key, v in series("compile_s", cold):
+                history.per_job[("compile", key)] = v
+        if "peak_memory_mb" in jobs_all:
+            for key, v in series("peak_memory_mb"):
+                history.per_job[("memory", key)] = v
+        if "accuracy" in jobs_all:
+            for key, part in jobs_all.groupby("key", sort=False):
+                verdicts: list[str | None] = [None] * n
+                for night, acc in zip(part["night"], part["accuracy"]):
+                    verdicts[int(night)] = acc if acc in ("passed", "failed") else None
+                history.accuracy[key] = verdicts
+    history.modules = {f: tuple(m) for f, m in (modules_of or {}).items()}
+    return history

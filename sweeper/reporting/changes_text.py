@@ -1,0 +1,188 @@
+"""The nightly history's change points, read from the sweeps' tables and said in words
+(`python -m sweeper.history changes`, the nightly report's "What changed"; the analysis is
+sweeper/analysis/changes.py)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from sweeper.analysis import changes as ch
+from sweeper.analysis.categories import category_label
+from sweeper.reporting import sweeps as sw
+from sweeper.reporting.load import AggregateError, LoadedSweep
+from sweeper.words import count
+
+NIGHTS = 30  # nights read by default
+MIN_NIGHTS = 2 * ch.PERSIST + 1  # fewer: no change point can be told
+
+AA_NOTE = "bench/results/nightly/change_detection.md"
+
+
+@dataclass
+class Changes:
+    nights: list[str]
+    sweeps: list[Path]
+    history: ch.History
+    changes: list[ch.Change]
+    notes: list[str] = field(default_factory=list)
+    false_rate: str = ""
+
+
+HISTORY_NIGHTS = 30  # nights the report's change points read
+
+
+def history_changes(sweep: LoadedSweep) -> tuple[Changes | None, list[str]]:
+    """For the report: the change points of the nightly history that ends with this sweep
+    (the complete sweeps beside it, as `history changes` reads its parent, up to this one),
+    when there are enough nights to tell one (MIN_NIGHTS); else None. The
+    history's sweeps are read from their tables (this one's, the aggregate has just written)."""
+    if not sw.sweep_state(sweep.path)[0]:
+        return None, []
+    here = Path(sweep.path).resolve()
+    sweeps, _ = sw.complete_sweeps_under(here.parent, depth=1)
+    if here not in sweeps:
+        return None, []
+    sweeps = sweeps[:sweeps.index(here) + 1][-HISTORY_NIGHTS:]
+    if len(sweeps) < MIN_NIGHTS:
+        return None, []
+    try:
+        return changes_of(sweeps), []
+    except AggregateError as e:
+        return None, [f"no change points over the history: {e}"]
+
+
+def _night_tables(sweep: Path) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+    t = sw.sweep_tables(sweep)
+    kernels = t.kernels
+    if "scope" in kernels:
+        kernels = kernels[kernels["scope"] == "step"]
+    return sweep.name, t.jobs, kernels
+
+
+def read_changes(root: Path, last: int = NIGHTS, penalty: float = ch.PENALTY, q: float = ch.FDR_Q) -> Changes:
+    """The change points of the last `last` complete sweeps under `root` (as `trend` reads
+    them), from their tables."""
+    sweeps, notes = sw.complete_sweeps_under(Path(root))
+    return changes_of(sweeps[-last:], notes, penalty, q)
+
+
+def changes_of(sweeps: list[Path], notes: list[str] | None = None, penalty: float = ch.PENALTY,
+               q: float = ch.FDR_Q) -> Changes:
+    """The change points of these complete sweeps, oldest first (the report's history and
+    trend's marks: they have the sweeps already)."""
+    notes = list(notes or [])
+    nights = [_night_tables(s) for s in sweeps]
+    history = ch.build_history(nights, modules_of=_family_modules(nights))
+    found = ch.find_changes(history, penalty, q) if len(sweeps) >= MIN_NIGHTS else []
+    return Changes([s.name for s in sweeps], sweeps, history, found, notes, false_rate_line())
+
+
+def _family_modules(nights) -> dict[str, list[str]]:
+    """Each kernel family's model modules (the kernels table's model_modules), most named first."""
+    counts: dict[str, dict[str, int]] = {}
+    for _, _, kernels in nights[-3:]:  # the latest nights say it well enough
+        if "model_modules" not in kernels:
+            continue
+        for kernel, mods in zip(kernels["kernel"], kernels["model_modules"]):
+            if not isinstance(mods, str) or not mods:
+                continue
+            fam = counts.setdefault(ch.family_of(kernel), {})
+            for m in mods.split("; "):
+                if not m.startswith("+"):
+                    fam[m] = fam.get(m, 0) + 1
+    return {f: [m for m, _ in sorted(c.items(), key=lambda kv: -kv[1])[:5]] for f, c in counts.items()}
+
+
+def false_rate_line() -> str:
+    from sweeper.reporting.change_rates import AA_FALSE_FLAGS
+
+    rate = AA_FALSE_FLAGS.get((ch.PENALTY, ch.FDR_Q))
+    if rate is None:
+        return "false-alarm rate at these thresholds: not measured (bench/change_detection.py)"
+    return (f"at these thresholds: {rate:g} false flags per 100 nights of 200 jobs on A/A histories "
+            f"({AA_NOTE})")
+
+
+def _name(c: ch.Change, labels: dict[str, str]) -> str:
+    if c.level == "category":
+        return f"{category_label(c.name, 'device').split(' (')[0]} (every kernel of the category)"
+    if c.level == "family":
+        return f"kernel family {c.name}"
+    what = {"kernels": "kernel time a step", "step": "step time", "compile": "compile time", "memory": "peak memory",
+            "accuracy": "check against eager"}[c.level]
+    return f"{labels.get(c.name, c.name)}: {what}"
+
+
+def change_line(c: ch.Change, got: Changes) -> str:
+    """One change in one line: where it starts, what, how much, the jobs, the versions that
+    changed, the evidence."""
+    labels = got.history.labels
+    night = got.nights[c.night] if c.night < len(got.nights) else str(c.night)
+    before = got.nights[c.night - 1] if 0 < c.night <= len(got.nights) else "?"
+    if c.level == "accuracy":
+        text = f"{_name(c, labels)} fails from {night} (passed on {before})"
+    else:
+        text = (f"{_name(c, labels)}: {c.direction} by {abs(c.size_pct):.1f}% (95% CI {c.ci_pct[0]:+.1f} to "
+                f"{c.ci_pct[1]:+.1f}%) from {night} (the last night before it: {before})")
+    if c.level in ("category", "family"):
+        jobs = [labels.get(j, j) for j in c.jobs]
+        text += f"; {count(len(jobs), 'job')} of the {c.jobs_running} that run it: " + ", ".join(jobs[:6]) + \
+            (f" and {len(jobs) - 6} more" if len(jobs) > 6 else "")
+        if c.modules:
+            text += f"; modules: {', '.join(c.modules[:3])}"
+    versions = ch.versions_between(got.history, c.night)
+    text += ("; versions that changed: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in versions.items())
+             if versions else "; no version changed between the two nights")
+    if c.level != "accuracy":
+        text += f"; evidence: {c.evidence}; q={c.q_value:.2g}"
+    return text
+
+
+def changes_text(got: Changes, top: int = 20) -> str:
+    """The changes first, then what was read."""
+    lines = [f"# change points over {count(len(got.nights), 'night')} under "
+             f"{got.sweeps[0].parent if got.sweeps else '?'}"
+             + (f" ({got.nights[0]} to {got.nights[-1]})" if got.nights else "")]
+    if len(got.nights) < MIN_NIGHTS:
+        lines.append(f"too few complete nights to tell a change point ({len(got.nights)}; at least {MIN_NIGHTS})")
+        return "\n".join(lines)
+    family = [c for c in got.changes if c.level in ("category", "family")]
+    jobs = [c for c in got.changes if c.level not in ("category", "family")]
+    lines.append(f"{count(len(got.changes), 'change')}: {len(family)} of kernel families pooled over the jobs that "
+                 f"run them, {len(jobs)} of single jobs; {got.false_rate}")
+    for c in got.changes[:top]:
+        lines.append(f"- {change_line(c, got)}")
+    if len(got.changes) > top:
+        lines.append(f"- ... and {len(got.changes) - top} more")
+    h = got.history
+    lines.append("")
+    lines.append(f"Read: {count(len(h.jobs), 'job')}, "
+                 f"{count(sum(1 for k in h.pooled if k[0] == 'family'), 'kernel family', 'kernel families')} and "
+                 f"{count(sum(1 for k in h.pooled if k[0] == 'category'), 'category', 'categories')} pooled over the "
+                 f"jobs that run them, {count(len(h.per_job), 'job series', 'job series')} (kernel time, step time "
+                 f"where the GPU was at least {ch.STEP_BUSY_PCT:.0f}% busy, compile time, peak memory), each job's "
+                 "check against eager (docs/method.md, \"Change points over the nightly history\")")
+    lines += [f"note: {n}" for n in got.notes]
+    return "\n".join(lines)
+
+
+def changes_frame(got: Changes) -> pd.DataFrame:
+    """The changes as a table (for --out and the report)."""
+    rows = []
+    for c in got.changes:
+        rows.append({"level": c.level, "name": c.name, "night": got.nights[c.night], "direction": c.direction,
+                     "size_pct": c.size_pct, "ci_low_pct": c.ci_pct[0], "ci_high_pct": c.ci_pct[1],
+                     "jobs": "; ".join(got.history.labels.get(j, j) for j in c.jobs), "jobs_running": c.jobs_running,
+                     "p_value": c.p_value, "q_value": c.q_value, "evidence": c.evidence,
+                     "versions": "; ".join(f"{k} {a} -> {b}" for k, (a, b) in
+                                           ch.versions_between(got.history, c.night).items())})
+    return pd.DataFrame(rows, columns=["level", "name", "night", "direction", "size_pct", "ci_low_pct", "ci_high_pct",
+                                       "jobs", "jobs_running", "p_value", "q_value", "evidence", "versions"])
+
+
+def is_nan(x) -> bool:
+    return isinstance(x, float) and math.isnan(x)

@@ -1,0 +1,181 @@
+"""Change points over the nightly history (sweeper/analysis/changes.py, `python -m
+sweeper.history changes`, the report's "What changed over the last N nights", trend's
+marks). The nights are tables written as the aggregate writes them, with kernels and noise
+from the committed H200 nights (bench/change_detection.py's generator), read by the real
+command."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sweeper.analysis import changes as ch
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("change_detection", ROOT / "bench" / "change_detection.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["change_detection"] = mod  # its dataclasses look themselves up by module
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def forty(tmp_path_factory):
+    """The issue's case: 40 jobs a night over 12 nights, Triton reductions 4% slower in every
+    other job from night08 on (1% kernel noise); and the same nights without it."""
+    bench = _bench()
+    models = bench.real_models(np.random.default_rng(0))
+    root = tmp_path_factory.mktemp("nights")
+    with_change = root / "with"
+    without = root / "without"
+    bench.write_tables(with_change, models, 40, 12, np.random.default_rng(40), ("triton_reduction", 1.04, 8, 20))
+    bench.write_tables(without, models, 40, 12, np.random.default_rng(40))
+    return with_change, without
+
+
+def _changes(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sweeper.history", "changes", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_forty_jobs_the_family_and_its_night_come_first(forty, tmp_path):
+    with_change, without = forty
+    got = _changes(str(with_change), "--top", "5", "--out", str(tmp_path), "--fail-on-regression")
+    assert got.returncode == 1, got.stdout + got.stderr  # a slower change in the last 6 nights
+    first = got.stdout.splitlines()[:3]
+    assert first[0].startswith("# change points over 12 nights"), got.stdout
+    assert "night08" in first[2] and "Triton reduction" in first[2] and "slower" in first[2], got.stdout
+    touched, running = map(int, re.search(r"(\d+) jobs of the (\d+) that run it", first[2]).groups())
+    assert touched >= 8 and running >= touched, first[2]
+    # its size: 4% where it happened, the interval holding it
+    table = pd.read_csv(tmp_path / "changes.csv")
+    top = table.iloc[0]
+    assert top["level"] == "category" and top["night"] == "night08", table
+    assert top["ci_low_pct"] <= 4.0 <= top["ci_high_pct"] and abs(top["size_pct"] - 4.0) < 1.0, top
+    # every change it states is a reduction's (the category, or one of its families), none other
+    assert set(table["level"]) <= {"category", "family"}, table[["level", "name"]]
+    # the jobs it names are those slowed (every other one), none of the others
+    named = [int(j.rsplit("#", 1)[1]) for j in top["jobs"].split("; ")]
+    assert len(named) == touched and all(j % 2 == 0 for j in named), named
+    assert table["night"].eq("night08").all(), table[["level", "name", "night"]]
+    # it says how often it flags on nights with no change
+    assert "false" in first[1] and ("per 100 nights" in first[1] or "not measured" in first[1]), first[1]
+
+
+def test_forty_jobs_without_the_change_none(forty):
+    _, without = forty
+    got = _changes(str(without), "--fail-on-regression")
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert "0 changes" in got.stdout.splitlines()[1], got.stdout
+
+
+def test_changes_bad_input(tmp_path, forty):
+    got = _changes(str(tmp_path / "nope"))
+    assert got.returncode == 2 and "is not a folder" in got.stderr, got.stderr
+    got = _changes(str(tmp_path))
+    assert got.returncode == 2 and "no complete sweep" in got.stderr, got.stderr
+    # too few nights to tell a change: said, not guessed
+    few = tmp_path / "few"
+    few.mkdir()
+    for night in sorted(forty[0].iterdir())[:4]:
+        (few / night.name).symlink_to(night)
+    got = _changes(str(few))
+    assert got.returncode == 0 and "too few complete nights" in got.stdout, got.stdout
+
+
+def test_report_and_trend_carry_the_history(forty, tmp_path):
+    from sweeper.reporting.compare_sections import history_section
+    from sweeper.reporting.load import LoadedSweep
+    from sweeper.reporting.changes_text import history_changes
+    from sweeper.reporting.trend import trend_figure
+
+    with_change, _ = forty
+    nights = sorted(p for p in with_change.iterdir() if p.is_dir())
+    last = LoadedSweep.__new__(LoadedSweep)
+    last.path = nights[-1]
+    got, notes = history_changes(last)
+    assert got is not None and not notes
+    html = "\n".join(history_section(got))
+    assert "What changed over the last 12 nights" in html and "Triton reduction" in html and "night08" in html, html
+    # the history ends with the sweep reported: an earlier night's report sees no later change
+    early = LoadedSweep.__new__(LoadedSweep)
+    early.path = nights[8]
+    got8, _ = history_changes(early)
+    assert got8 is not None and got8.nights[-1] == "night08" and not got8.changes  # one night after: not yet a change
+    early.path = nights[4]
+    assert history_changes(early)[0] is None  # 5 nights: too few
+    _, data = trend_figure(nights, tmp_path / "trend.png")
+    marks = data.attrs["change_points"]
+    assert marks and marks[0].startswith("change 1: triton_reduction +") and marks[0].endswith("from night08"), marks
+    assert (tmp_path / "trend.png").stat().st_size > 10_000
+
+
+def _series(n: int, at: int | None, size: float, noise: float, rng) -> np.ndarray:
+    y = np.exp(rng.normal(0, noise, n))
+    if at is not None:
+        y[at:] *= 1 + size
+    return 10 * y
+
+
+def test_one_job_step_found_at_its_night_and_not_without():
+    rng = np.random.default_rng(1)
+    found = ch.decide(ch.job_candidates("step", "j", _series(30, 20, 0.05, 0.01, rng)))
+    assert [c.night for c in found] == [20], found
+    assert abs(found[0].size_pct - 5) < 1.5 and found[0].p_value < 0.01, found[0]
+    assert found[0].ci_pct[0] < 5 < found[0].ci_pct[1], found[0]
+    # no change: over 200 series, a candidate that survives the multiple-test price is rare
+    kept = [c for _ in range(200) for c in ch.job_candidates("step", "j", _series(30, None, 0, 0.01, rng))]
+    assert sum(c.p < 0.01 for c in kept) <= 2, [c.p for c in kept if c.p < 0.01]
+
+
+def test_family_pooled_finds_what_no_job_shows():
+    """1.5% slower in 25 of 60 jobs with 1% noise: no job's own series passes, the family's does."""
+    rng = np.random.default_rng(2)
+    m = np.vstack([_series(30, 18 if j < 25 else None, 0.015, 0.01, rng) for j in range(60)])
+    jobs = [f"j{j}" for j in range(60)]
+    alone = ch.decide([c for j in range(60) for c in ch.job_candidates("kernels", jobs[j], m[j])])
+    pooled = ch.decide(ch.pooled_candidates("family", "triton_red_fused_x", m, jobs))
+    assert not [c for c in alone if c.night == 18], alone
+    assert [c.night for c in pooled] == [18], pooled
+    assert 0.8 < pooled[0].size_pct < 2.2 and pooled[0].ci_pct[0] < 1.5 < pooled[0].ci_pct[1], pooled[0]
+    assert set(pooled[0].jobs) <= set(jobs[:25]) and len(pooled[0].jobs) >= ch.MIN_TOUCHED
+
+
+def test_noise_is_robust_to_the_step_it_holds():
+    rng = np.random.default_rng(3)
+    y = np.log(_series(30, 15, 0.3, 0.01, rng))  # a 30% step in 1% noise
+    assert 0.006 < ch.noise_of(y) < 0.016
+    assert ch.noise_of(np.log(np.full(10, 5.0))) == ch.MIN_NOISE
+
+
+def test_benjamini_hochberg_against_scipy():
+    from scipy.stats import false_discovery_control
+
+    p = np.array([0.001, 0.008, 0.039, 0.041, 0.042, 0.06, 0.074, 0.205, 0.212, 0.216])
+    assert np.allclose(ch.benjamini_hochberg(p), false_discovery_control(p))
+    # by hand: the smallest, 0.001 x 10 / 1 = 0.01; the second 0.008 x 10 / 2 = 0.04
+    assert ch.benjamini_hochberg(p)[:2] == pytest.approx([0.01, 0.04])
+
+
+def test_family_names_and_accuracy():
+    assert ch.family_of("triton_red_fused_native_batch_norm_backward_12") == \
+        "triton_red_fused_native_batch_norm_backward"
+    assert ch.family_of("graph_0_cpp_fused_add_3") == "cpp_fused_add"
+    assert ch.family_of("sm90_xmma_gemm_f16f16_f32_tn_n") == "sm90_xmma_gemm_f16f16_f32_tn_n"
+    h = ch.History([f"n{i}" for i in range(8)], ["k"], {"k": "resnet18"},
+                   accuracy={"k": ["passed"] * 5 + ["failed"] * 3},
+                   versions=[{"torch": "2.10"}] * 5 + [{"torch": "2.11"}] * 3)
+    got = ch.find_changes(h)
+    assert [(c.level, c.night) for c in got] == [("accuracy", 5)]
+    assert ch.versions_between(h, 5) == {"torch": ("2.10", "2.11")}
