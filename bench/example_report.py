@@ -13,7 +13,11 @@ follows the report's current version:
             tests/fixtures/h100/roofline)
                 python -m sweeper model=mixnet_l,densenet121 autotune=off
 
-    python bench/example_report.py [headline|grid] [--out DIR]
+    python bench/example_report.py [headline|grid|roofline] [--out DIR] [--records SWEEP_DIR]
+
+--records takes the records from a sweep folder a GPU run left (numbered job folders beside
+summary.json; e.g. `bash bench/gpu_run.sh headline` or its sittings) in place of the
+committed fixtures: docs/example-report rebuilt from a new run of the mission's command.
 """
 
 from __future__ import annotations
@@ -42,11 +46,12 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("example", nargs="?", choices=sorted(EXAMPLES), default="headline")
     ap.add_argument("--out", type=Path, help="default: the example's folder under docs/")
+    ap.add_argument("--records", type=Path, help="a sweep folder whose records to use instead of the fixtures")
     args = ap.parse_args()
     records, default_out = EXAMPLES[args.example]
     out = args.out or default_out
     with tempfile.TemporaryDirectory() as tmp:
-        report = build(records, Path(tmp) / args.example)
+        report = build(args.records or records, Path(tmp) / args.example)
         # Only what a reader opens: the page (self-contained), its figures and tables.
         # Those are replaced; anything else in the folder (its README) is kept.
         out.mkdir(parents=True, exist_ok=True)
@@ -55,23 +60,34 @@ def main() -> int:
         shutil.copy(report, out / "report.html")
         shutil.copytree(report.parent / "figures", out / "figures")
         (out / "tables").mkdir()
-        for f in ("jobs.csv", "categories.csv", "microbench.csv", "recoverable.csv"):
+        for f in ("jobs.csv", "categories.csv", "microbench.csv", "recoverable.csv", "autotune_decisions.csv",
+                  "autotune_regret.csv"):
+            if f.startswith("autotune_") and len((report.parent / "tables" / f).read_text().splitlines()) < 2:
+                continue  # no autotune decisions or sites in the sweep: no empty table beside the page
             shutil.copy(report.parent / "tables" / f, out / "tables" / f)
     print(f"report: {out / 'report.html'}")
     return 0
 
 
 def build(records: Path, sweep: Path) -> Path:
-    """The sweep folder of `records` (NUM.result.json.gz and summary.json.gz) under `sweep`,
-    aggregated; the report's path."""
-    summary = json.loads(gzip.decompress((records / "summary.json.gz").read_bytes()))
+    """The sweep folder of `records` (unpack) under `sweep`, aggregated; the report's path."""
+    return aggregate(unpack(records, sweep))
+
+
+def unpack(records: Path, sweep: Path) -> Path:
+    """A sweep folder under `sweep` from `records`: NUM.result.json.gz and summary.json.gz
+    (a fixture folder), or a sweep folder's NUM/result.json and summary.json."""
+    folder = (records / "summary.json").is_file()
+    summary = json.loads((records / "summary.json").read_text() if folder
+                         else gzip.decompress((records / "summary.json.gz").read_bytes()))
     for entry in summary["jobs"]:
         num = entry["num"]
-        rec = gzip.decompress((records / f"{num}.result.json.gz").read_bytes())
+        rec = ((records / str(num) / "result.json").read_bytes() if folder
+               else gzip.decompress((records / f"{num}.result.json.gz").read_bytes()))
         (sweep / str(num)).mkdir(parents=True)
         (sweep / str(num) / "result.json").write_bytes(rec)
     (sweep / "summary.json").write_text(json.dumps(summary, indent=1))
-    return aggregate(sweep)
+    return sweep
 
 
 if __name__ == "__main__":

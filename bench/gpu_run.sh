@@ -95,6 +95,12 @@
 #   attribution  bench/attribution_check.py on mixnet_l (b128) and densenet121 (b16) training
 #          (MODELS="model:batch ..."), CUDA graphs off and on, all at once, and one sweeper job
 #          of the first; results: bench/results/model_code/attribution_check_*.md.
+#   autotune_parts  max-autotune's two parts apart (python -m sweeper +sweep=autotune_parts: off, on,
+#          the templates alone, the kernel configs alone) on MODEL (default resnet50) in MODE
+#          (inference) at BATCH (64), cold (a store of its own, no compile store), packed as
+#          the launcher chooses; then bench/autotune_findings.py over it ($S/autotune_findings.md:
+#          each pair's verdict, where it loses, what to turn on and that part's own job checked);
+#          results: bench/results/autotune_advice/.
 # A run longer than one sitting can go to the background:
 #     S=/tmp/gpu setsid bash bench/gpu_run.sh busy > /tmp/gpu.log 2>&1 &
 set -u
@@ -511,10 +517,20 @@ attribution() {
   bundle
 }
 
+autotune_parts() {
+  local m=${MODEL:-resnet50}
+  python3 -m sweeper +sweep=autotune_parts model="$m" mode="${MODE:-inference}" batch_size="${BATCH:-64}" \
+    autotune_store="$S/store" compile_store=off "yes=true" hydra.sweep.dir="$S/parts" > "$S/parts.log" 2>&1
+  log "autotune_parts $m rc=$?"
+  python3 bench/autotune_findings.py "$S/parts" > "$S/autotune_findings.md" 2>&1
+  drop_traces "$S/parts"
+  bundle
+}
+
 machine_info
 log "start ${1:-}"
 case "${1:-}" in
-  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline|data_path|phase_results|attribution) "$1" ;;
-  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline|data_path|phase_results|attribution" >&2; exit 2 ;;
+  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline|data_path|phase_results|attribution|autotune_parts) "$1" ;;
+  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline|data_path|phase_results|attribution|autotune_parts" >&2; exit 2 ;;
 esac
 log ALLDONE

@@ -67,7 +67,8 @@ def main(argv=None) -> int:
         time.sleep(2)
         idle = [read() for _ in range(3)]
     out = {"gpu": torch.cuda.get_device_name(), "driver": pynvml.nvmlSystemGetDriverVersion(),
-           "nvml_calls": [[n, args, float(v) if not isinstance(v, int) else v] for n, args, v in rec.calls],
+           # a device handle (a ctypes pointer) kept as its text: a replay hands it back unread
+           "nvml_calls": [[n, args, v if isinstance(v, (int, float)) else str(v)] for n, args, v in rec.calls],
            "runs": runs, "idle": idle, "reason": reader.reason}
     a.out.write_text(json.dumps(out, indent=1, default=str))
     print(f"wrote {a.out}: {len(rec.calls)} NVML answers")

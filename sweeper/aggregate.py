@@ -19,6 +19,8 @@ from sweeper.reporting.findings import all_findings
 from sweeper.reporting.sweep_figures import all_figures
 from sweeper.reporting.load import AggregateError, read_sweep
 from sweeper.reporting.autotune_decisions import decided
+from sweeper.reporting.autotune_advice import advice_findings
+from sweeper.reporting.autotune_regret import regret_findings, regret_table
 from sweeper.reporting.model_code import module_pairs, where_in_model
 from sweeper.reporting.notes import all_notes
 from sweeper.reporting.roofline import most_to_win, ranking
@@ -42,9 +44,11 @@ def aggregate(sweep_dir: Path) -> Path:
     sweep = read_sweep(Path(sweep_dir))
     tdir = sweep.path / TABLES_DIR
     tdir.mkdir(exist_ok=True)
+    regret = regret_table(sweep.jobs, sweep.model_modules)  # where max-autotune loses, site by site
     for name, df in (("jobs", sweep.jobs), ("categories", sweep.cats), ("kernels", sweep.kernels),
                      ("microbench", sweep.bench), ("modules", sweep.model_modules),
-                     ("recoverable", ranking(sweep.recoverable)), ("autotune_decisions", sweep.decisions)):
+                     ("recoverable", ranking(sweep.recoverable)), ("autotune_decisions", sweep.decisions),
+                     ("autotune_regret", regret)):
         write_table(df, tdir / f"{name}.parquet", made_from)
         df.to_csv(tdir / f"{name}.csv", index=False)
     # what follows reads the step's kernels only: the modules' rows (most of a large sweep's) go
@@ -57,7 +61,10 @@ def aggregate(sweep_dir: Path) -> Path:
     builds = compare_builds(sweep, kernels="flagged" if many else "all") if sweep.jobs["python"].nunique() > 1 else []
     code = (where_in_model(sweep.jobs, sweep.model_modules, sweep.kernels), module_pairs(sweep.jobs, sweep.model_modules))
     found, module_view = all_findings(sweep.jobs, sweep.cats, sweep.kernels, sweep.bench, code,
-                                      most_to_win(sweep.jobs, sweep.recoverable), decided(sweep.jobs, sweep.decisions))
+                                      most_to_win(sweep.jobs, sweep.recoverable),
+                                      decided(sweep.jobs, sweep.decisions)
+                                      + regret_findings(sweep.jobs, sweep.model_modules, regret)
+                                      + advice_findings(sweep.jobs))
     view = report.ReportView(
         figs, sweep.notes + all_notes(sweep.jobs) + more + more_notes, found, module_view, comparison, builds,
         overview(sweep.jobs, sweep.cats, sweep.kernels, sweep.bench, fg.device_word(sweep.jobs), sweep.recoverable),

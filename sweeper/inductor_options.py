@@ -50,3 +50,15 @@ def current(options: dict[str, Any]) -> dict[str, Any]:
 
     known = inductor_options()
     return {name: known.get(name) for name in options}
+
+
+# The options that make Inductor choose matmul and convolution implementations by timing
+# them (select_algorithm.py), without the max-autotune mode (autotune=off).
+TEMPLATE_OPTIONS = ("max_autotune", "max_autotune_gemm")
+
+
+def tunes_templates(cfg: dict) -> bool:
+    """Whether a job's compile times matmul/convolution choices: max-autotune on, or one of
+    TEMPLATE_OPTIONS set true among its `inductor` options (the templates alone)."""
+    options = flatten(cfg.get("inductor") or {})
+    return bool(cfg.get("autotune")) or any(bool(options.get(k)) for k in TEMPLATE_OPTIONS)

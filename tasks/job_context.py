@@ -77,6 +77,7 @@ class JobContext:
     benchmarks: LeasedBenchmarks | None = None  # setup: Inductor's benchmarks under the GPU lease
     tuned: TunedLaunch | None = None  # compile: kernels launched with an earlier run's tuned config
     checkpoint: AutotuneCheckpoint | None = None  # while an autotune=on job compiles
+    tuned_ops: list[tuple[str, str, str]] | None = None  # compile: the ops max-autotune selected for, seeded or timed
     lease: GpuLease | None = None  # held for whatever the job times on its GPU
     microbench_ready: dict[str, Prepared] | None = None  # kernel name -> readied, between the two microbench phases
 

@@ -19,7 +19,7 @@ import json
 import tarfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from sweeper.autotune_info import AutotuneStoreInfo
 from sweeper.job_spec import AutotuneSeed, StoredCompile
@@ -92,23 +92,34 @@ def autotune_documents(inductor_cache: Path, system: str | None) -> dict[str, di
     return systems
 
 
-def autotune_decisions(inductor_cache: Path, system: str | None, seed: AutotuneSeed | None) -> dict:
-    """Job, once it compiled: max-autotune's decisions its compile made itself (the ops it
-    timed, not those its seed held), each against the noise the store knows (its seed's
-    repeats, and the ops this job timed again) (sweeper/analysis/autotune_decisions.py).
-    The record's `autotune_decisions`."""
+def autotune_decisions(inductor_cache: Path, system: str | None, seed: AutotuneSeed | None,
+                       used: Sequence[tuple[str, str, str]] | None = None) -> dict:
+    """Job, once it compiled: max-autotune's decisions behind the choices its compile used,
+    each against the noise the store knows (its seed's repeats, and the ops this job timed
+    again) (sweeper/analysis/autotune_decisions.py). `used`: the ops its compile selected
+    for (benchmark_lease.record_tuned_ops), timed here or found in the seeded cache: a
+    store-seeded job's decisions are the store's timings it chose by. Without `used` (its
+    compile was loaded whole: no op was selected in this run), the ops it timed itself.
+    Each row says where its timings came from (`timed`: "here" or "store"). The record's
+    `autotune_decisions`."""
     from sweeper.analysis import autotune_decisions as ad
 
     docs = autotune_documents(inductor_cache, system)
     mine = docs.get(system or "") or next(iter(docs.values()), {})
     seed_doc = (seed.systems if seed is not None else {}).get(system or "") or {}
     seeded = ad.timings(seed_doc)
-    own = ad.timed_again(ad.timings(mine), seeded)
+    times = ad.timings(mine)
+    own = ad.timed_again(times, seeded)
+    chosen = {ad.Key(*k): times[ad.Key(*k)] for k in used or () if ad.Key(*k) in times}
+    judged = chosen if used else own
     runs = [own, seeded, *ad.repeat_runs(seed_doc)]
     gaps = ad.relative_gaps(runs)
-    rows = ad.decisions(own, runs)
+    rows = [{**r, "timed": "here" if ad.Key(r["op"], r["inputs"], r["precision"]) in own else "store"}
+            for r in ad.decisions(judged, runs)]
     return {"rows": rows, "summary": ad.summary(rows), "noise_pct": ad.noise_pct(gaps), "noise_gaps": len(gaps),
-            "noise_quantile": ad.NOISE_QUANTILE, "seeded_ops": len(seeded)}
+            "noise_quantile": ad.NOISE_QUANTILE, "seeded_ops": len(seeded),
+            "used_ops": len(used) if used is not None else None,
+            "from_store": sum(r["timed"] == "store" for r in rows)}
 
 
 def write_autotune_entries(job_dir: Path, inductor_cache: Path, torch_version: str, system: str | None = None,

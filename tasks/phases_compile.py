@@ -11,9 +11,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from sweeper.inductor_options import tunes_templates
 from sweeper.job_spec import AutotuneSeed
 from sweeper.stores import autotune_store, compile_store
 from sweeper.torch_internals import compile_cache, probes
+from sweeper.torch_internals.benchmark_lease import record_tuned_ops
 from sweeper.torch_internals.tuned_launch import TunedLaunch, reused_tuned_configs
 from tasks import cpu_libraries, job_stores
 from tasks.job_context import JobContext, made, say
@@ -34,6 +36,8 @@ def compile_step(ctx: JobContext) -> Compiled:
         ctx.keep(CompileSeed(got))
         if got["loaded"]:
             say(f"compile store {got['store']}: an earlier run's compile of this job ({got['bytes'] / 1e6:.1f} MB) loaded")
+    if tunes_templates(ctx.cfg):  # the ops it selects for, seeded ones too: the decisions behind its choices
+        ctx.tuned_ops = record_tuned_ops()
     isa_probes = _host_probes(cpu_libraries.probes_into)  # the host's instruction-set probes, not run again
     compile_cache.reset_dynamo()
     # a kernel whose coordinate-descent config is cached (seeded, or a loaded compile's) uses it
@@ -110,8 +114,9 @@ def warmup(ctx: JobContext) -> WarmedUp:
         store["partial"], store["checkpoints"] = False, checkpoint.writes
         store["kernel_config_hits"] = probes.kernel_config_hits()
     decisions = None
-    if ctx.cfg.get("autotune"):
-        decisions = job_stores.autotune_decisions(inductor_cache(), probes.system_hash(), ctx.spec.autotune_seed)
+    if tunes_templates(ctx.cfg):  # max-autotune, or its templates alone (+inductor.max_autotune_gemm=true)
+        decisions = job_stores.autotune_decisions(inductor_cache(), probes.system_hash(), ctx.spec.autotune_seed,
+                                                  ctx.tuned_ops)
     stored = None
     if compile_store.shared_by(ctx.cfg):  # every graph is compiled by now: the job's compile goes back too
         seed = ctx.has(CompileSeed)

@@ -120,7 +120,7 @@ def chromium() -> str:
 # twice-stalled job's file first, so that the crash/hang test and the files after it find
 # the run's compiles of their models warm in the store, which the workers' first minutes
 # put there.
-LONGEST_FIRST = ["test_autotune_partial.py", "test_ray_launcher.py", "test_history.py", "test_compile_store.py",
+LONGEST_FIRST = ["test_autotune_partial.py", "test_ray_launcher.py", "test_autotune_advice.py", "test_history.py", "test_compile_store.py",
                  "test_builds.py", "test_job_cpu.py", "test_packing.py", "test_autotune_store.py", "test_validate.py",
                  "test_storage.py", "test_kernel_configs.py", "test_autotune_cancelled.py", "test_spare_gpus.py",
                  "test_attribution_check.py", "test_own_cluster.py", "test_confirm.py",

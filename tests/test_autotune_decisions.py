@@ -99,9 +99,10 @@ def test_the_store_keeps_a_choices_earlier_timings_as_repeats(tmp_path):
     assert st.shape_problem({"cache": {}, "repeats": []}) == "repeats is list, not a mapping"
 
 
-def test_a_job_judges_only_the_ops_it_timed_itself(tmp_path):
-    """tasks/job_stores.py: a seeded op the compile found complete is not the job's decision;
-    an op it timed again is, and its seed's timing of it is a repeat for the noise."""
+def test_a_job_judges_the_ops_its_compile_chose_for(tmp_path):
+    """tasks/job_stores.py: without the ops its compile selected for, a job judges the ops it
+    timed itself (a seeded op found complete is left out); an op it timed again is its own, and
+    its seed's timing of it is a repeat for the noise. With them, every op it chose for."""
     from tasks import job_stores
 
     seed_doc = {"system": {"device": {"name": "NVIDIA H200"}}, "cache": {
@@ -121,6 +122,14 @@ def test_a_job_judges_only_the_ops_it_timed_itself(tmp_path):
     again = next(r for r in got["rows"] if r["inputs"] == "again")
     assert again["winner"] == "mm-b" and again["winner_kind"] == "library" and again["gain_ms"] == 0
     assert again["noise_pct"] is None and again["mark"] == ad.UNKNOWN  # 2 gaps: too few to say
+    # told which ops its compile selected for (a seeded op found complete among them), the job's decisions are
+    # those behind its choices, the store's timings included
+    used = [("mm", "seeded", "highest"), ("mm", "new", "highest"), ("mm", "not in the cache", "highest")]
+    got = job_stores.autotune_decisions(cache, "sys", AutotuneSeed(systems={"sys": seed_doc}), used)
+    assert {r["inputs"]: r["timed"] for r in got["rows"]} == {"seeded": "store", "new": "here"}
+    assert got["used_ops"] == 3 and got["from_store"] == 1
+    seeded = next(r for r in got["rows"] if r["inputs"] == "seeded")
+    assert seeded["winner"] == "triton_mm-a" and seeded["gain_ms"] == 1.0
 
 
 def test_the_store_command_lists_the_decisions_and_their_noise(tmp_path):
@@ -144,10 +153,11 @@ def test_the_store_command_lists_the_decisions_and_their_noise(tmp_path):
 def test_the_finding_splits_an_autotune_jobs_gain_into_real_decisions_and_the_rest():
     from sweeper.reporting.autotune_decisions import decided
 
+    gpu = {"gpu": "NVIDIA H200", "compiled_step_ms": 12.0, "busy_pct": 90.0, "step_noise_pct": 1.0}
     jobs = pd.DataFrame([{"job": 0, "label": "net autotune", "key": "model=net,autotune=True", "autotune": True,
-                          "status": "ok", "device_ms": 9.0},
+                          "status": "ok", "device_ms": 9.0, **gpu},
                          {"job": 1, "label": "net", "key": "model=net,autotune=False", "autotune": False,
-                          "status": "ok", "device_ms": 10.0}])
+                          "status": "ok", "device_ms": 10.0, **gpu}])
     rows = [ad.decision(ad.Key("mm", f"k{i}", "highest"), {"triton_mm-a": 1.0, "triton_mm-b": 1.0 + m, "mm-c": lib},
                         50.0) for i, (m, lib) in enumerate([(0.1, 3.0), (0.9, 2.5), (0.05, 1.1)])]
     decisions = pd.DataFrame([{"job": 0, "label": "net autotune", **r} for r in rows])
@@ -157,7 +167,13 @@ def test_the_finding_splits_an_autotune_jobs_gain_into_real_decisions_and_the_re
     assert f.figures == {"decisions": 3, "within_noise": 2, "templates_won": 3, "templates_beyond_noise": 2,
                          "gain_ms": pytest.approx(3.6)}
     assert "2 of them beat their runner-up by less than the noise (50%" in f.text
-    assert "worth 3.500 of the 3.600 ms" in f.text and "the step is 1.00 ms faster than autotune off" in f.text
+    assert "worth 3.500 of the 3.600 ms" in f.text
+    assert "against autotune off, the kernels' time a step is 1.11x faster" in f.text  # 10 -> 9 ms, beyond ±5%
+    assert "decided 3 ops in this job's compile" in f.text
+    # a store-seeded job: its decisions are the store's timings it chose by, and the finding says so
+    (g,) = decided(jobs, decisions.assign(timed=["store", "store", "here"]))
+    assert "decided 3 ops behind this job's choices, 2 of them by an earlier job's timings from the autotune store" \
+        in g.text
 
 
 def test_a_choice_is_a_template_or_a_library_call_by_its_name():

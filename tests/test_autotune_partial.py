@@ -74,6 +74,11 @@ def _resumed_job_starts_from_the_stopped_ones_entries(store, sweep_dir, stopped)
     # the op the stopped job timed is not timed again (its only op: nothing is benchmarked)
     assert "stalling mid-compile after autotuning packed_linear" in (sweep_dir.parent / "stopped.log").read_text()
     assert "AUTOTUNE" not in log
+    # timing nothing itself, the job still has the decision behind its choice: the store's timings
+    decisions = record["autotune_decisions"]
+    assert decisions["used_ops"] == 1 and decisions["from_store"] == 1
+    [row] = decisions["rows"]
+    assert row["op"] == "packed_linear" and row["timed"] == "store" and row["choices"] >= 2
 
 
 def _keep_stopped(sweep_dir: Path) -> dict:

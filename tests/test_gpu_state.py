@@ -116,6 +116,14 @@ def test_reader_on_recorded_answers():
         assert r["reasons"] == gs.reason_names(r["reasons_mask"])
     state = gs.loop_state(readings, [1.0] * len(readings))
     assert state["rounds"] == len(readings) and state["sm_mhz"]["max"] >= state["sm_mhz"]["min"]
+    # the recorded H100 under an 8192 bf16 matmul loop sat at its 700-W cap: every stretch power-capped
+    # (SM clock 1305-1455 MHz against 1980 idle), so no stretch is left to time without it, and the words say so
+    loaded = readings[:12]
+    assert all(r["reasons"] == ["sw_power_cap"] for r in loaded) and all(r["power_w"] > 680 for r in loaded)
+    capped = gs.loop_state(loaded, [1.59] * len(loaded))
+    assert capped["slowed_rounds"] == list(range(12)) and "step_ms_not_slowed" not in capped
+    assert "every stretch slowed by the GPU (sw_power_cap): the step time is a slowed GPU's" in gs.state_words(capped)
+    assert readings[-1]["reasons"] == [] and readings[-1]["sm_mhz"] == 1980  # idle after the loop
 
 
 def test_reader_says_why_it_cannot_read():

@@ -85,6 +85,16 @@ def test_four_job_sweep_on_ray(four_jobs):
         assert row["device"] == "cpu" and pd.isna(row["peak_memory_mb"])
     page = (d / "report.html").read_text()
     assert page.count("<li>#") == 4 and "test_vit b2 infer bf16 autotune" in page  # a re-run line per job
+    # one verdict per autotune pair, from the figure that carries it, and where max-autotune loses, site by site
+    from sweeper.reporting.autotune_regret import REGRET_COLUMNS
+
+    for model in ("test_resnet", "test_vit"):
+        label = next(str(r["label"]) for _, r in table.iterrows() if r["model"] == model and not r["autotune"])
+        assert page.count(f"max-autotune on {label}: the step ") == 1  # a CPU: the step, no kernels' figure
+        assert f"Where max-autotune loses in {label}:" in page
+    regret = pd.read_csv(d / "tables" / "autotune_regret.csv")
+    assert list(regret.columns) == list(REGRET_COLUMNS)
+    assert ((regret["change_ms"].abs() > regret["noise_pct"] / 100 * regret[["off_ms", "on_ms"]].max(axis=1))).all()
     assert sorted(p.name for p in (d / "figures").iterdir()) == ["autotune.png", "busy.png", "categories.png",
                                                                 "compile.png", "modules.png", "pairs.png",
                                                                 "roofline.png", "shares.png"]

@@ -53,13 +53,16 @@ def test_the_missions_pair_and_each_models_autotune_pair_are_drawn(headline):
 
 
 def test_findings_say_what_max_autotune_did_for_each_model(headline):
-    """The autotune finding compares each model's steady-loop step off against on, as the
-    records measured it."""
+    """One verdict a model, from the kernels' time a step against its run-to-run noise: the
+    steady loops' 1.18x (mixnet_l) and 1.10x (densenet121) are not claimed, since neither the
+    kernels nor the launches account for them (sweeper/analysis/autotune_verdict.py)."""
     sweep, records, report = headline
     page = report.read_text()
-    for model in ("mixnet_l", "densenet121"):
+    for model, verdict in (("mixnet_l", "within noise (-4.0%, noise ±5.0%)"), ("densenet121", "9.1% slower")):
         off, on = (next(r for r in records.values() if r["config"]["model"] == model and r["config"]["autotune"] == a)
                    for a in (False, True))
+        d_off, d_on = (r["step"]["device_ms"] for r in (off, on))
+        figures = f"{d_off:.1f} ms to {d_on:.1f} ms" if d_off >= 10 else f"{d_off:.2f} ms to {d_on:.2f} ms"
+        assert f"the kernels&#x27; time a step goes from {figures}: {verdict}" in page, model  # html-escaped
         s_off, s_on = (r["timings"]["steady_loop"]["step_ms"] for r in (off, on))
-        assert s_on < s_off  # max-autotune made both faster on the H200
-        assert f"the step goes from {s_off:.1f} ms to {s_on:.1f} ms ({s_off / s_on:.2f}x)" in page, model
+        assert f"({s_off / s_on:.2f}x)" not in page, model

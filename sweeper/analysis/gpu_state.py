@@ -87,7 +87,10 @@ def state_words(state: Mapping) -> str:
     if state.get("power_w"):
         text += f", {state['power_w']['median']:.0f} W"
     if state.get("slowed_rounds"):
-        slowing = [r for r in state["reasons"] if r in SLOWING]
-        text += (f"; {len(state['slowed_rounds'])} of {state['rounds']} stretches slowed by the GPU "
-                 f"({', '.join(slowing)}), left out of the loop's step time")
+        slowing = ", ".join(r for r in state["reasons"] if r in SLOWING)
+        if len(state["slowed_rounds"]) >= state["rounds"]:  # nothing left to time without it
+            text += f"; every stretch slowed by the GPU ({slowing}): the step time is a slowed GPU's"
+        else:
+            text += (f"; {len(state['slowed_rounds'])} of {state['rounds']} stretches slowed by the GPU "
+                     f"({slowing}), left out of the loop's step time")
     return text

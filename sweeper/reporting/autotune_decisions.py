@@ -6,25 +6,31 @@ from __future__ import annotations
 import pandas as pd
 
 from sweeper.analysis.autotune_decisions import NOISE_QUANTILE, REAL, WITHIN
+from sweeper.analysis.autotune_verdict import twin_verdict
 from sweeper.reporting.finding import Finding
 from sweeper.reporting.pairs import one_key_pairs
 
 
-def _step_gains(jobs: pd.DataFrame) -> dict:
-    """autotune=on job -> how much faster its step is than its autotune-off twin's (device
-    ms), for the pairs of jobs that differ in autotune only (sweeper/reporting/pairs.py)."""
-    return {p.b["job"]: float(p.a["device_ms"]) - float(p.b["device_ms"]) for p in one_key_pairs(jobs)
-            if p.key == "autotune" and pd.notna(p.a["device_ms"]) and pd.notna(p.b["device_ms"])}
+def _verdicts(jobs: pd.DataFrame) -> dict:
+    """autotune=on job -> the verdict on it against its autotune-off twin (sweeper/analysis/
+    autotune_verdict.py), for the pairs of jobs that differ in autotune only."""
+    out = {}
+    for p in one_key_pairs(jobs):
+        v = twin_verdict(p.a, p.b) if p.key == "autotune" else None
+        if v is not None and v.gpu is not None:
+            out[p.b["job"]] = v
+    return out
 
 
 def decided(jobs: pd.DataFrame, decisions: pd.DataFrame) -> list[Finding]:
-    """One finding an autotune=on job that tuned ops itself: how many of its choices were
-    decided within noise, how many templates beat the library call beyond it, and what those
-    bought, beside the step's gain over the job's autotune-off twin."""
+    """One finding an autotune=on job with decisions (timed in its compile, or seeded from
+    the store): how many of its choices were decided within noise, how many templates beat
+    the library call beyond it, and what those bought, beside the verdict on its kernels'
+    time against its autotune-off twin's."""
     out: list[Finding] = []
     if decisions.empty:
         return out
-    gains = _step_gains(jobs)
+    verdicts = _verdicts(jobs)
     for job, rows in decisions.groupby("job", sort=True):
         row = jobs[jobs["job"] == job]
         if row.empty:
@@ -45,12 +51,15 @@ def decided(jobs: pd.DataFrame, decisions: pd.DataFrame) -> list[Finding]:
                       f"{NOISE_QUANTILE * 100:.0f}th percentile of how far one choice's timings move between runs): "
                       f"those are a coin flip; templates won {len(won)}, {len(real)} beyond the noise of the library "
                       f"call, worth {float(real['gain_ms'].fillna(0).sum()):.3f} of the {gain:.3f} ms")
-        step = gains.get(job)
-        text = (f"{row['label']}: max-autotune decided {n} ops in this job's compile; {judged}"
+        v = verdicts.get(job)
+        stored = int((rows["timed"] == "store").sum()) if "timed" in rows else 0
+        where = ("in this job's compile" if not stored else f"behind this job's choices, {stored} of them by an "
+                 f"earlier job's timings from the autotune store")
+        text = (f"{row['label']}: max-autotune decided {n} op{'s' if n != 1 else ''} {where}; {judged}"
                 + ("" if not noise.empty else f"; templates won {len(won)}, {gain:.3f} ms faster than the library calls")
                 + " (each op's call counted once)"
-                + (f"; the step is {step:.2f} ms faster than autotune off" if step is not None and step >= 0
-                   else f"; the step is {-step:.2f} ms slower than autotune off" if step is not None else "") + ".")
+                + (f"; against autotune off, the kernels' time a step is {v.gpu.said()}" if v is not None else "")
+                + ".")
         out.append(Finding("autotune_decisions", str(row["label"]), text, f"#job-{job}",
                            {"decisions": n, "within_noise": int((rows["mark"] == WITHIN).sum()),
                             "templates_won": len(won), "templates_beyond_noise": len(real), "gain_ms": gain}))

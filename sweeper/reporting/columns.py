@@ -27,6 +27,9 @@ JOB_COLUMNS: dict[str, str] = {
     "compile_state": "cold (compiled from nothing), seeded (max-autotune timings from the autotune store) or warm (an earlier run's compile of the same job loaded from the compile store: compile_s is a load, not a compile); compare compile times within one state",
     "cpp_builds": "C++ files Inductor built during the compile (torch's compile_file timer): on a CPU a warm compile whose kernel libraries the compile store could not put back (built on another host) builds every C++ kernel again, so its compile_s is close to a cold one's; none: the record has no compile timers",
     "compile_s_before": "seconds of compile in this job's earlier runs that were stopped while compiling (a cancelled or timed-out sweep run again into the same folder went on from them: timings.autotune_store.earlier_attempts); the job's whole compile is compile_s plus this; none: no such run",
+    "template_tuning_s": "seconds of the compile max-autotune spent timing and precompiling matmul/convolution template choices and benchmarking their epilogue fusions (Inductor's timers, timings.compile_split_s); a seeded choice costs none here",
+    "coordinate_descent_s": "seconds of the compile spent in coordinate-descent tuning of Triton kernels' block sizes (max-autotune modes turn it on)",
+    "kernel_autotuning_s": "seconds of the compile spent choosing each Triton kernel's launch config among its candidates (max-autotune gives pointwise and reduction kernels more of them)",
     "compile_bytes": "size of the job's compile as the compile store keeps it (PyTorch's cache artifacts), bytes; none: store off",
     "eager_step_ms": "median eager step, ms",
     "compiled_step_ms": "median compiled step, ms",
@@ -180,6 +183,7 @@ DECISION_COLUMNS: dict[str, str] = {
     "library_margin_pct": "the gap between the best template and the best library call, % of the faster",
     "library_mark": "that gap against the noise: whether template against library was a real decision",
     "gain_ms": "library_ms - winner_ms: what the decision bought against autotune off, one call, ms",
+    "timed": "where its timings came from: here (this job's compile timed them) or store (an earlier job's, seeded from the autotune store; the compile chose by them without timing again)",
 }
 
 BENCH_COLUMNS: dict[str, str] = {

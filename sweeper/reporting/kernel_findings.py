@@ -10,6 +10,7 @@ import pandas as pd
 
 from sweeper.analysis.categories import (CATEGORIES, LIBRARY, TRITON_PERSISTENT, TRITON_POINTWISE, TRITON_REDUCTION,
                                          TRITON_TEMPLATE)
+from sweeper.analysis.autotune_verdict import FASTER, SLOWER, sentence, twin_verdict
 from sweeper.reporting.finding import Finding, by_job, ms_text, number, ok_jobs, on_gpu, rows_of, short_name
 from sweeper.reporting.pairs import one_key_pairs
 
@@ -93,6 +94,10 @@ def _op_kind(name: str) -> str | None:
 
 
 def autotune(jobs: pd.DataFrame, kernels: pd.DataFrame) -> list[Finding]:
+    """One verdict per pair of jobs apart in max-autotune only (sweeper/analysis/
+    autotune_verdict.py): the kernels' time a step against its run-to-run noise, the step
+    only where something autotune did accounts for it; what the templates took over; the
+    payback of the extra compile from the figure the verdict stands on."""
     out = []
     step = kernels[kernels["scope"] == "step"]
     kernels_of = by_job(step)
@@ -100,17 +105,15 @@ def autotune(jobs: pd.DataFrame, kernels: pd.DataFrame) -> list[Finding]:
         if p.key != "autotune":
             continue
         off, on = p.a, p.b
-        s_off = number(off.get("steady_step_ms")) or number(off.get("compiled_step_ms"))
-        s_on = number(on.get("steady_step_ms")) or number(on.get("compiled_step_ms"))
-        if not s_off or not s_on:
+        v = twin_verdict(off, on)
+        if v is None:
             continue
+        text = f"max-autotune on {off['label']}: {sentence(v)}."
         lib, triton = number(off.get("share_library_mm_conv")), sum(
             number(off.get(f"share_{c}")) or 0.0 for c in CATEGORIES if c.startswith("triton"))
-        text = (f"max-autotune on {off['label']}: the step goes from {ms_text(s_off)} to {ms_text(s_on)} "
-                f"({s_off / s_on:.2f}x).")
         if lib is not None:
-            text += (f" Without it, libraries (cuDNN, cuBLAS) hold {lib:.0f}% of the GPU time and Triton "
-                     f"{triton:.0f}%;")
+            libs, of = ("cuDNN, cuBLAS", "GPU time") if on_gpu(off) else ("oneDNN, MKL", "kernel time")
+            text += f" Without it, libraries ({libs}) hold {lib:.0f}% of the {of} and Triton {triton:.0f}%;"
         mine = rows_of(kernels_of, on["job"], step)
         kinds: dict[str, list[float]] = {}
         for name, category, count in zip(mine["kernel"], mine["category"], mine["count"]):
@@ -121,20 +124,27 @@ def autotune(jobs: pd.DataFrame, kernels: pd.DataFrame) -> list[Finding]:
         won = " and ".join(f"{t:.0f} of {t + lib_:.0f} {kind} launches" for kind, (t, lib_) in sorted(kinds.items())
                            if t + lib_)
         template = number(on.get(f"share_{TRITON_TEMPLATE}"))
-        if won:
+        if won and on_gpu(off):  # a CPU's templates are C++ GEMMs: no Triton template to count
             text += (f" with it, Triton templates run {won} a step"
                      + (f", {template:.0f}% of its GPU time." if template is not None else "."))
-        figures = {"speedup": s_off / s_on, "step_off_ms": s_off, "step_on_ms": s_on, "template_share_pct": template}
+        figures = {"speedup": v.speedup, "verdict": v.step_word, "gpu_verdict": v.gpu.word if v.gpu else None,
+                   "gpu_change_pct": v.gpu.change_pct if v.gpu else None,
+                   "step_off_ms": v.step.off if v.step else None, "step_on_ms": v.step.on if v.step else None,
+                   "template_share_pct": template, **v.figures}
         c_off, c_on = number(off.get("compile_s")), number(on.get("compile_s"))
         cold = str(on.get("compile_state") or "cold") == "cold" and str(off.get("compile_state") or "cold") == "cold"
+        saved = v.saved_ms
+        of_what = "a step" if v.step is not None and v.step_word in (FASTER, SLOWER) else "of kernel time a step"
         if c_off is not None and c_on is not None and cold:
-            extra, saved = c_on - c_off, s_off - s_on
-            if saved > 0 and extra > 0:
-                text += (f" Its compile took {extra:.0f} s longer: {extra / saved:.0f} s for each millisecond saved a "
-                         f"step, paid back after {extra * 1000 / saved:,.0f} steps.")
+            extra = c_on - c_off
+            if saved is not None and saved > 0 and extra > 0:
+                text += (f" Its compile took {extra:.0f} s longer: {extra / saved:.0f} s for each millisecond saved "
+                         f"{of_what}, paid back after {extra * 1000 / saved:,.0f} steps.")
                 figures.update(extra_compile_s=extra, s_per_ms_saved=extra / saved, payback_steps=extra * 1000 / saved)
-            elif saved <= 0:
-                text += f" The step got slower, so its {max(extra, 0):.0f} s of extra compile never pays back."
+            elif saved is not None and saved <= 0:
+                text += f" It made the job slower, so its {max(extra, 0):.0f} s of extra compile never pays back."
+            elif extra > 0:
+                text += f" Its compile took {extra:.0f} s longer for no change that can be told from noise."
         elif c_on is not None and not cold:
             text += " (Its compile started from the stores, so its seconds are not a cold compile's.)"
         out.append(Finding("autotune", off["label"], text, "#fig-autotune", figures))

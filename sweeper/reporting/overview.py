@@ -210,14 +210,17 @@ RULE_SUMMARY = {
     "where_time_goes": None,  # one a job: the overview says it for the sweep
     "launch_bound": ("busy_pct", True, "busy {:.0f}%"),
     "layout_conversions": ("share_pct", False, "{:.1f}%"),
-    "autotune": ("speedup", False, "{:.2f}x"),
+    "autotune": ("gpu_change_pct", False, "kernels {:+.1f}%"),
     "memory_bound": (None, False, ""),
     "module_view": ("difference_pp", False, "{:+.1f} points"),
     "autotune_decisions": ("within_noise", False, "{:.0f} choices within noise"),
+    "autotune_regret": None,  # site by site, in the job's section: the advice's summary says what to do
+    "autotune_advice": ("gain_ms", False, "{:.3f} ms a step to gain"),
 }
 RULE_WORDS = {"launch_bound": "launch-bound", "layout_conversions": "layout conversions",
               "autotune": "max-autotune pairs", "memory_bound": "kernels far from the bandwidth roofline",
-              "module_view": "module view against the step", "autotune_decisions": "max-autotune's decisions"}
+              "module_view": "module view against the step", "autotune_decisions": "max-autotune's decisions",
+              "autotune_advice": "what to turn on of max-autotune"}
 
 
 def rule_summaries(found: list[Finding], job_of: dict[str, int]) -> list[Finding]:

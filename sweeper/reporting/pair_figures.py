@@ -99,6 +99,17 @@ def autotune_pairs(jobs: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
     return pairs
 
 
+def _on_gpu(row: pd.Series) -> bool:
+    return isinstance(row.get("gpu"), str) and bool(row.get("gpu")) and pd.notna(row.get("device_ms"))
+
+
+def _judged_ms(row: pd.Series) -> float:
+    """What the autotune verdict judges (sweeper/analysis/autotune_verdict.py): a GPU job's
+    kernels' time a step (its step follows the host where the GPU waits), a CPU job's step."""
+    value = row["device_ms"] if _on_gpu(row) else row["compiled_step_ms"]
+    return float(value) if pd.notna(value) and value else 1.0
+
+
 def _pair_shares(ax, pairs: list, step: pd.DataFrame) -> None:
     """The autotune figure's second panel: each pair's two steps by category, stacked."""
     bars, left = [], {}
@@ -125,14 +136,13 @@ def autotune_figure(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame,
     and, where microbenchmarks exist, each benchmarked kernel's headroom (chosen config
     against the best candidate config; with autotune on, the chosen config is
     max-autotune's own, which may lie outside the candidates)."""
-    title = "max-autotune on against off: step time, category shares"
+    title = "max-autotune on against off: kernels' time, category shares"
     pairs = autotune_pairs(jobs)
     if not pairs:
         return Figure("autotune", title, None, "no pair of finished jobs differing only in autotune")
     if len(pairs) > MAX_PAIRS:  # the pairs max-autotune changed most, faster or slower
         title = f"max-autotune on against off, the {MAX_PAIRS} of {len(pairs)} pairs it changed most"
-        pairs = sorted(pairs, key=lambda p: -abs(np.log(float(p[0]["compiled_step_ms"] or 1)
-                                                        / float(p[1]["compiled_step_ms"] or 1))))[:MAX_PAIRS]
+        pairs = sorted(pairs, key=lambda p: -abs(np.log(_judged_ms(p[0]) / _judged_ms(p[1]))))[:MAX_PAIRS]
     pair_jobs = {int(row["job"]) for pair in pairs for row in pair}
     head = bench[bench["job"].isin(pair_jobs)].dropna(subset=["headroom_pct"]) if not bench.empty else bench
     panels = 3 if not head.empty else 2
@@ -143,15 +153,16 @@ def autotune_figure(jobs: pd.DataFrame, cats: pd.DataFrame, bench: pd.DataFrame,
     ax1, ax2 = axes[0], axes[1]
     names = [off["label"] for off, _ in pairs]
     y = range(len(pairs))
+    what = "kernels' time a step" if all(_on_gpu(off) for off, _ in pairs) else "compiled step"
     if len(pairs) > 4:  # steps of other sizes side by side: each pair's ratio reads, milliseconds do not
-        ratio = [float(off["compiled_step_ms"]) / float(on["compiled_step_ms"]) for off, on in pairs]
+        ratio = [_judged_ms(off) / _judged_ms(on) for off, on in pairs]
         ax1.barh(list(y), ratio, height=0.6, color=["tab:green" if r >= 1 else "tab:red" for r in ratio])
         ax1.axvline(1, color="0.4", linewidth=0.8)
-        ax1.set_xlabel("compiled step, off / on (x; over 1: faster with it)")
+        ax1.set_xlabel(f"{what}, off / on (x; over 1: faster with it)")
     else:
-        ax1.barh([i - 0.2 for i in y], [off["compiled_step_ms"] for off, _ in pairs], height=0.4, label="autotune off")
-        ax1.barh([i + 0.2 for i in y], [on["compiled_step_ms"] for _, on in pairs], height=0.4, label="autotune on")
-        ax1.set_xlabel("compiled step (ms)")
+        ax1.barh([i - 0.2 for i in y], [_judged_ms(off) for off, _ in pairs], height=0.4, label="autotune off")
+        ax1.barh([i + 0.2 for i in y], [_judged_ms(on) for _, on in pairs], height=0.4, label="autotune on")
+        ax1.set_xlabel(f"{what} (ms)")
         ax1.legend(fontsize=8)
     ax1.set_yticks(list(y), names, fontsize=8)
     ax1.invert_yaxis()

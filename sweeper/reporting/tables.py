@@ -78,6 +78,18 @@ def shared_gpu(records: list[Record]) -> dict[int, str | None]:
     return out
 
 
+def compile_split_columns(split: Mapping[str, Any]) -> dict:
+    """The compile's seconds by what max-autotune adds (probes.compile_split): its template
+    choices (timing, precompiling, epilogue-fusion benchmarks), coordinate descent, and
+    Triton kernels' config choice; None each where the record has no split."""
+    if not split:
+        return {"template_tuning_s": None, "coordinate_descent_s": None, "kernel_autotuning_s": None}
+    templates = sum(float(split.get(k) or 0.0) for k in ("template_autotuning_s", "template_precompiling_s",
+                                                          "fusion_benchmarking_s"))
+    return {"template_tuning_s": round(templates, 3), "coordinate_descent_s": split.get("coordinate_descent_s"),
+            "kernel_autotuning_s": split.get("kernel_autotuning_s")}
+
+
 def job_row(rec: Record, label: str | None, shared: str | None) -> dict:
     """One job's row of the jobs table (JOB_COLUMNS, then the share_<category> columns);
     label and shared_gpu_with as unique_labels and shared_gpu give them over the sweep."""
@@ -107,6 +119,7 @@ def job_row(rec: Record, label: str | None, shared: str | None) -> dict:
         "compile_state": compile_state(rec.get("timings") or {}),
         "compile_s_before": compile_s_before(rec.get("timings") or {}),
         "cpp_builds": cpp_builds(rec.get("timings") or {}),
+        **compile_split_columns((rec.get("timings") or {}).get("compile_split_s") or {}),
         "compile_bytes": ((rec.get("timings") or {}).get("compile_store") or {}).get("job_bytes"),
         "step_noise_pct": step_noise_pct(rec.get("timings") or {}),
         **_microbench_failed(rec),

@@ -130,3 +130,26 @@ def on_template_autotuned(fn: Callable[[str], None]) -> None:
             fn(name)
 
     add_feedback_saver(saver)
+
+
+def record_tuned_ops() -> list[tuple[str, str, str]]:
+    """From now on, every op max-autotune selects a choice for, timed now or found in its
+    cache (a store-seeded op, select_algorithm.py: Inductor calls its feedback savers for
+    both), as the autotune cache keys it: (op, inputs key, matmul precision). Returns the
+    list it appends to. Why: a seeded job times nothing itself, yet its choices are the
+    store's decisions (tasks/job_stores.autotune_decisions)."""
+    import torch
+    from torch._inductor.select_algorithm import add_feedback_saver, create_inputs_key
+
+    used: list[tuple[str, str, str]] = []
+
+    def saver(timings, name, input_nodes, *rest) -> None:
+        try:
+            key = (str(name), create_inputs_key(input_nodes), torch.get_float32_matmul_precision())
+        except Exception:  # noqa: BLE001 - a key this torch makes otherwise: that op goes unnamed, the compile goes on
+            return
+        if key not in used:
+            used.append(key)
+
+    add_feedback_saver(saver)
+    return used
