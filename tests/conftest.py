@@ -1,3 +1,4 @@
+import contextlib
 import gzip
 import json
 import os
@@ -81,6 +82,43 @@ def sweep_from_fixture(src: Path, dest: Path) -> Path:
         job["dir"] = str(dest / str(job["num"]))
     (dest / "summary.json").write_text(json.dumps(summary))
     return dest
+
+
+def fixture_records(folder: Path) -> list[dict]:
+    """The records of a fixture folder (<n>.result.json.gz beside summary.json.gz) in the
+    summary's order, each with its job number as its id (the jobs table's `job`)."""
+    summary = json.loads(gzip.decompress((folder / "summary.json.gz").read_bytes()))
+    records = []
+    for job in summary["jobs"]:
+        rec = json.loads(gzip.decompress((folder / f"{job['num']}.result.json.gz").read_bytes()))
+        rec["job"] = dict(rec.get("job") or {}, id=str(job["num"]))
+        records.append(rec)
+    return records
+
+
+@contextlib.contextmanager
+def moto_s3():
+    """moto's S3 server on 127.0.0.1 with a bucket `sweeps`, and the credentials every
+    process of a test (a sweep's driver, the Ray nodes it starts) reads from the
+    environment, put back on exit. Yields the storage URI of `sweeps/nightly` and a client."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    _, port = server.get_host_and_port()
+    env = {"AWS_ACCESS_KEY_ID": "sweeper-test", "AWS_SECRET_ACCESS_KEY": "sweeper-test",
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        client = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1")
+        client.create_bucket(Bucket="sweeps")
+        yield f"s3://sweeps/nightly?endpoint_override=127.0.0.1:{port}&scheme=http&region=us-east-1", client
+    finally:
+        server.stop()
+        for k, v in old.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
 
 
 @pytest.fixture

@@ -5,8 +5,6 @@ then checks."""
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 import subprocess
 import sys
@@ -15,12 +13,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from conftest import FIXTURES, H200, fixture_records
 from sweeper.analysis import autotune_advice as aa
 from sweeper.reporting import tables
 from sweeper.reporting.autotune_advice import advice_findings, advised_job
 
 ROOT = Path(__file__).resolve().parent.parent
-H200 = Path(__file__).parent / "fixtures" / "h200"
 
 
 def job(n, autotune, device_ms, shares, compile_s=100.0, inductor="", **more):
@@ -75,7 +73,7 @@ def test_the_advised_run_in_the_sweep_is_checked():
 def test_the_headline_on_the_h200():
     """mixnet_l's gain is its Triton kernels' (coordinate descent); densenet121's kernel configs made its Triton
     reductions slower (1.36 -> 2.01 ms a step), the kind pytorch#194736 reports: leave max-autotune off."""
-    recs = [json.load(gzip.open(H200 / "headline" / f"{n}.result.json.gz")) for n in range(4)]
+    recs = fixture_records(H200 / "headline")
     found = {f.scope: f for f in advice_findings(tables.jobs_table(recs))}
     mix, dense = found["mixnet_l b128 train fp16"], found["densenet121 b16 train fp16"]
     assert "kernel configs: Inductor's own Triton kernels (pointwise, reduction) 19.9 ms -> 17.7 ms, 2.211 ms a step " \
@@ -120,21 +118,13 @@ def test_the_parts_sweep_runs_each_part_and_the_finding_finds_its_jobs(tmp_path)
     assert "autotune_decisions" not in read_record(tmp_path / str(int(off["job"])))
 
 
-def _h100_parts():
-    folder = Path(__file__).parent / "fixtures" / "h100" / "autotune_parts"
-    recs = [json.load(gzip.open(folder / f"{n}.result.json.gz")) for n in range(4)]
-    for n, rec in enumerate(recs):
-        rec["job"]["id"] = str(n)
-    return recs
-
-
 def test_the_parts_on_an_h100():
     """resnet50 b64 inference on an H100 (bench/gpu_run.sh autotune_parts): max-autotune's kernels 3.17 -> 3.23 ms,
     neither part beyond noise, 428 s more compile: leave it off. Each part's own job is found beside the off twin,
     and the autotune=on job has the decisions behind its 24 choices."""
     from sweeper.reporting.kernel_findings import autotune
 
-    recs = _h100_parts()
+    recs = fixture_records(FIXTURES / "h100" / "autotune_parts")
     jobs = tables.jobs_table(recs)
     off = jobs[~jobs["autotune"] & ~jobs["key"].str.contains("inductor.")].iloc[0]
     (f,) = advice_findings(jobs)

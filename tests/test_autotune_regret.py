@@ -4,13 +4,10 @@ committed H200 headline (records without module times) says it cannot tell."""
 
 from __future__ import annotations
 
-import gzip
-import json
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
+from conftest import FIXTURES, H200, fixture_records
 from sweeper.analysis import autotune_regret as ar
 from sweeper.reporting import tables
 from sweeper.reporting.autotune_regret import REGRET_COLUMNS, regret_findings, regret_table
@@ -81,8 +78,7 @@ def test_the_table_and_the_finding_of_a_pair():
 
 
 def test_records_without_module_times_cannot_tell():
-    folder = Path(__file__).parent / "fixtures" / "h200" / "headline"
-    recs = [json.load(gzip.open(folder / f"{n}.result.json.gz")) for n in range(4)]
+    recs = fixture_records(H200 / "headline")
     jobs = tables.jobs_table(recs)
     modules = pd.DataFrame([r for rec in recs for r in tables.model_module_rows(rec, None)],
                            columns=list(tables.MODEL_MODULE_COLUMNS))
@@ -95,10 +91,7 @@ def test_records_without_module_times_cannot_tell():
 def test_the_layers_of_resnet50_on_an_h100():
     """Module by module, the template's fused epilogue makes layer1.0.act3 look 6x slower (0.013 -> 0.076 ms); the
     layer it belongs to moved 0.233 -> 0.322 ms, and that is what the table says."""
-    folder = Path(__file__).parent / "fixtures" / "h100" / "autotune_parts"
-    recs = [json.load(gzip.open(folder / f"{n}.result.json.gz")) for n in range(4)]
-    for n, rec in enumerate(recs):
-        rec["job"]["id"] = str(n)
+    recs = fixture_records(FIXTURES / "h100" / "autotune_parts")
     jobs = tables.jobs_table(recs)
     modules = pd.DataFrame([r for rec in recs for r in tables.model_module_rows(rec, None)],
                            columns=list(tables.MODEL_MODULE_COLUMNS))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import H200, fixture_records
 from sweeper.analysis import autotune_verdict as av
 
 GPU = "NVIDIA H100 80GB HBM3"
@@ -81,12 +82,6 @@ def test_the_headline_pairs_on_the_h200(headline_jobs):
 
 @pytest.fixture(scope="module")
 def headline_jobs():
-    import gzip
-    import json
-    from pathlib import Path
-
     from sweeper.reporting import tables
 
-    folder = Path(__file__).parent / "fixtures" / "h200" / "headline"
-    recs = [json.load(gzip.open(folder / f"{n}.result.json.gz")) for n in range(4)]
-    return tables.jobs_table(recs)
+    return tables.jobs_table(fixture_records(H200 / "headline"))

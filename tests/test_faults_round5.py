@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import moto_s3
 from synthetic_sweeps import write_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,22 +36,8 @@ def run(*args: str, timeout: int = 300, env: dict | None = None) -> subprocess.C
 
 @pytest.fixture(scope="module")
 def s3_server():
-    import boto3
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    _, port = server.get_host_and_port()
-    env = {"AWS_ACCESS_KEY_ID": "sweeper-test", "AWS_SECRET_ACCESS_KEY": "sweeper-test",
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    client = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1")
-    client.create_bucket(Bucket="sweeps")
-    yield f"s3://sweeps/nightly?endpoint_override=127.0.0.1:{port}&scheme=http&region=us-east-1", client
-    server.stop()
-    for k, v in old.items():
-        os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    with moto_s3() as got:
+        yield got
 
 
 def _gz(tmp_path: Path) -> tuple[Path, bytes]:

@@ -6,13 +6,13 @@ and artifacts never pass through the driver."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import moto_s3
 from sweeper.stores import compile_store
 from sweeper.stores.storage import Storage
 
@@ -25,23 +25,9 @@ TINY = ["mode=inference", "image_size=32", "batch_size=2", "measure.timed_steps=
 
 @pytest.fixture(scope="module")
 def s3_server():
-    """moto's S3 server on 127.0.0.1 with a bucket, and the credentials every process of
-    the test (the sweep's driver, the Ray nodes it starts) reads from the environment."""
-    import boto3
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    _, port = server.get_host_and_port()
-    env = {"AWS_ACCESS_KEY_ID": "sweeper-test", "AWS_SECRET_ACCESS_KEY": "sweeper-test",
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1").create_bucket(Bucket="sweeps")
-    yield f"s3://sweeps/nightly?endpoint_override=127.0.0.1:{port}&scheme=http&region=us-east-1"
-    server.stop()
-    for k, v in old.items():
-        os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    """moto's S3 server with a bucket (conftest.moto_s3): the storage URI."""
+    with moto_s3() as (uri, _):
+        yield uri
 
 
 @pytest.fixture(params=["folder", "s3"])

@@ -95,7 +95,8 @@ def as_float(x) -> float | None:
     return None if math.isnan(v) else v
 
 
-def _change(off: float, on: float, noise: float) -> Change:
+def change(off: float, on: float, noise: float) -> Change:
+    """One figure off against on, judged against `noise` (±%)."""
     pct = (on / off - 1) * 100
     word = WITHIN if abs(pct) <= noise else SLOWER if pct > 0 else FASTER
     return Change(off, on, pct, noise, word)
@@ -105,6 +106,15 @@ def _step_noise(off: Mapping, on: Mapping) -> float:
     """Both jobs' own step noise (regression.step_noise_pct) added, at least
     STEP_MIN_NOISE_PCT."""
     return max(STEP_MIN_NOISE_PCT, sum(as_float(r.get("step_noise_pct")) or 0.0 for r in (off, on)))
+
+
+def twin_noise_pct(off: Mapping, on: Mapping) -> float:
+    """The noise a pair's kernel times are held against, ±%: RERUN_DEVICE_PCT on a GPU (its
+    kernels do not follow the host); on a CPU, whose kernels are the host's, the twins' step
+    noise added where that is wider."""
+    if isinstance(off.get("gpu"), str) and off.get("gpu"):
+        return RERUN_DEVICE_PCT
+    return max(RERUN_DEVICE_PCT, sum(as_float(r.get("step_noise_pct")) or 0.0 for r in (off, on)))
 
 
 def _launches_account(off: Mapping, on: Mapping, step_pct: float) -> float | None:
@@ -126,12 +136,12 @@ def twin_verdict(off: Mapping, on: Mapping) -> TwinVerdict | None:
         return None
     on_gpu = bool(off.get("gpu")) and isinstance(off.get("gpu"), str)
     d_off, d_on = as_float(off.get("device_ms")), as_float(on.get("device_ms"))
-    gpu = _change(d_off, d_on, RERUN_DEVICE_PCT) if on_gpu and d_off and d_on else None
+    gpu = change(d_off, d_on, RERUN_DEVICE_PCT) if on_gpu and d_off and d_on else None
     busy = [as_float(r.get("busy_pct")) for r in (off, on)]
     followed = on_gpu and all(b is not None and b >= STEP_FOLLOWS_BUSY_PCT for b in busy)
     # a step that follows its kernels has their run-to-run noise too: a re-run chooses again
     noise = max(_step_noise(off, on), RERUN_DEVICE_PCT if followed else 0.0)
-    step = _change(wall_off, wall_on, noise)
+    step = change(wall_off, wall_on, noise)
     figures: dict = {"step_noise_pct": noise}
     # the two step figures: the timed steps' median and the steady loop, where both exist
     m_off, m_on, l_off, l_on = (as_float(r.get(k)) for k in ("compiled_step_ms", "steady_step_ms") for r in (off, on))
@@ -169,16 +179,17 @@ def sentence(v: TwinVerdict) -> str:
     to 56.6 ms: within noise (-4.0%, noise ±5.0%); the step: cannot tell (...)"."""
     parts = []
     if v.gpu is not None:
-        parts.append(f"the kernels' time a step goes from {_ms(v.gpu.off)} to {_ms(v.gpu.on)}: {v.gpu.said()}")
+        parts.append(f"the kernels' time a step goes from {ms_said(v.gpu.off)} to {ms_said(v.gpu.on)}: {v.gpu.said()}")
     if v.step is not None:
         if v.step_word in (FASTER, SLOWER):
-            parts.append(f"the step {_ms(v.step.off)} -> {_ms(v.step.on)}: {v.step.said()} ({v.step_why})")
+            parts.append(f"the step {ms_said(v.step.off)} -> {ms_said(v.step.on)}: {v.step.said()} ({v.step_why})")
         elif v.step_word == WITHIN:
-            parts.append(f"the step {_ms(v.step.off)} -> {_ms(v.step.on)}: {v.step.said()}")
+            parts.append(f"the step {ms_said(v.step.off)} -> {ms_said(v.step.on)}: {v.step.said()}")
         else:
             parts.append(f"the step: cannot tell ({v.step_why})")
     return "; ".join(parts)
 
 
-def _ms(x: float) -> str:
+def ms_said(x: float) -> str:
+    """Milliseconds to three significant places or so: 0.645 ms, 8.24 ms, 58.9 ms."""
     return f"{x:.3f} ms" if x < 1 else f"{x:.2f} ms" if x < 10 else f"{x:.1f} ms"

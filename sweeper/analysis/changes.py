@@ -389,16 +389,11 @@ def job_candidates(level: str, job: str, values: np.ndarray, penalty: float = PE
 
 
 def benjamini_hochberg(p_values: Sequence[float]) -> np.ndarray:
-    """q-values of p-values (Benjamini-Hochberg)."""
+    """q-values of p-values (Benjamini-Hochberg: scipy's false_discovery_control)."""
+    from scipy import stats
+
     p = np.asarray(p_values, dtype=float)
-    if not len(p):
-        return p
-    order = np.argsort(p)
-    ranked = p[order] * len(p) / (np.arange(len(p)) + 1)
-    q = np.minimum.accumulate(ranked[::-1])[::-1]
-    out = np.empty_like(q)
-    out[order] = np.minimum(q, 1.0)
-    return out
+    return p if not len(p) else stats.false_discovery_control(p)
 
 
 def decide(candidates: Sequence[Candidate], q: float = FDR_Q) -> list[Change]:

@@ -9,18 +9,14 @@ from __future__ import annotations
 import pandas as pd
 
 from sweeper.analysis.autotune_advice import GAINS, LOSES, PARTS, Advice, Part, advise, part_ms
-from sweeper.analysis.autotune_verdict import RERUN_DEVICE_PCT
+from sweeper.analysis.autotune_verdict import RERUN_DEVICE_PCT, change, ms_said, twin_noise_pct
 from sweeper.analysis.categories import CATEGORIES
-from sweeper.reporting.finding import Finding, number, ok_jobs, on_gpu
+from sweeper.reporting.finding import Finding, number, ok_jobs
 from sweeper.reporting.labels import key_fields
 from sweeper.reporting.pairs import one_key_pairs
 
 PART_WORDS = {"templates": "matmul and convolution kernels (templates against library calls)",
               "kernel configs": "Inductor's own Triton kernels (pointwise, reduction)"}
-
-
-def _ms(x: float) -> str:
-    return f"{x:.3f} ms" if x < 1 else f"{x:.2f} ms" if x < 10 else f"{x:.1f} ms"
 
 
 def _setting_field(setting: str) -> tuple[str, str]:
@@ -53,7 +49,7 @@ def _parts_text(a: Advice) -> str:
         what = (f"{r.gain_ms:.3f} ms a step faster" if r.word == GAINS else
                 f"{-r.gain_ms:.3f} ms a step slower" if r.word == LOSES else "within noise")
         cost = f", {r.compile_s:.0f} s of compile" if r.compile_s is not None else ""
-        said.append(f"{r.part.name}: {PART_WORDS[r.part.name]} {_ms(r.off_ms)} -> {_ms(r.on_ms)}, {what}{cost}")
+        said.append(f"{r.part.name}: {PART_WORDS[r.part.name]} {ms_said(r.off_ms)} -> {ms_said(r.on_ms)}, {what}{cost}")
     return "; ".join(said)
 
 
@@ -80,8 +76,7 @@ def advice_findings(jobs: pd.DataFrame) -> list[Finding]:
         if p.key != "autotune":
             continue
         off, on = p.a, p.b
-        noise = RERUN_DEVICE_PCT if on_gpu(off) else max(
-            RERUN_DEVICE_PCT, sum(number(r.get("step_noise_pct")) or 0.0 for r in (off, on)))
+        noise = twin_noise_pct(off, on)
         a = advise(off.to_dict(), on.to_dict(), noise)
         if a is None:
             continue
@@ -135,16 +130,15 @@ def _worst(off: pd.Series, on: pd.Series, categories: tuple[str, ...]) -> str:
         return (number(row.get(f"share_{c}")) or 0.0) * (number(row.get("device_ms")) or 0.0) / 100
 
     c = max(categories, key=lambda c: ms(on, c) - ms(off, c))
-    return f"{CATEGORIES[c]} kernels took {_ms(ms(on, c))} a step against {_ms(ms(off, c))}"
+    return f"{CATEGORIES[c]} kernels took {ms_said(ms(on, c))} a step against {ms_said(ms(off, c))}"
 
 
 def _alone_text(off: pd.Series, alone: pd.Series, part: Part, noise_pct: float) -> str:
     """How a part run alone did against the off twin: its own kernels and all of them,
     each against the noise, and its compile seconds."""
     def said(a: float, b: float) -> str:
-        pct = (b / a - 1) * 100 if a else 0.0
-        word = "within noise" if abs(pct) <= noise_pct else "faster" if pct < 0 else "slower"
-        return f"{_ms(a)} -> {_ms(b)} ({pct:+.1f}%, {word})"
+        c = change(a, b, noise_pct) if a else None  # a CPU runs no Triton kernel: nothing moved
+        return f"{ms_said(a)} -> {ms_said(b)} ({c.change_pct if c else 0.0:+.1f}%, {c.word if c else 'within noise'})"
 
     parts = [f"Ran alone, the {part.name} took"]
     mine_off, mine = part_ms(off.to_dict(), part), part_ms(alone.to_dict(), part)
@@ -163,8 +157,8 @@ def _checked_text(off: pd.Series, on: pd.Series, checked: pd.Series, figures: di
     d_off, d_on, d_rec = (number(r.get("device_ms")) for r in (off, on, checked))
     if d_off is None or d_on is None or d_rec is None:
         return ""
-    text = (f"Checked: {checked['label']} ran the kernels in {_ms(d_rec)} a step, against {_ms(d_off)} off and "
-            f"{_ms(d_on)} with all of max-autotune")
+    text = (f"Checked: {checked['label']} ran the kernels in {ms_said(d_rec)} a step, against {ms_said(d_off)} off and "
+            f"{ms_said(d_on)} with all of max-autotune")
     full = d_off - d_on
     if abs(full) > RERUN_DEVICE_PCT / 100 * max(d_off, d_on):
         figures["checked_kept_pct"] = 100 * (d_off - d_rec) / full

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 
 from sweeper.analysis.autotune_regret import FASTER, SITE_MIN_STEP_PCT, SLOWER, compare
-from sweeper.analysis.autotune_verdict import RERUN_DEVICE_PCT
-from sweeper.reporting.finding import Finding, by_job, number, on_gpu, rows_of
+from sweeper.analysis.autotune_verdict import RERUN_DEVICE_PCT, twin_noise_pct
+from sweeper.reporting.finding import Finding, by_job, number, rows_of
 from sweeper.reporting.pairs import one_key_pairs
 
 REGRET_COLUMNS: dict[str, str] = {
@@ -42,9 +42,7 @@ def regret_table(jobs: pd.DataFrame, modules: pd.DataFrame) -> pd.DataFrame:
         step = number(p.a.get("device_ms"))
         if off.empty or on.empty or not step:
             continue
-        noise = RERUN_DEVICE_PCT if on_gpu(p.a) else max(  # a CPU's kernels are the host's: its noise
-            RERUN_DEVICE_PCT, sum(number(r.get("step_noise_pct")) or 0.0 for r in (p.a, p.b)))
-        for r in compare(off.to_dict("records"), on.to_dict("records"), step, noise):
+        for r in compare(off.to_dict("records"), on.to_dict("records"), step, twin_noise_pct(p.a, p.b)):
             rows.append({"job_off": int(p.a["job"]), "job_on": int(p.b["job"]), "label": p.a["label"], **r})
     return pd.DataFrame(rows, columns=list(REGRET_COLUMNS))
 

@@ -163,6 +163,15 @@ def slower_than_eager_notes(jobs) -> list[str]:
             "(a busy host, unsteady timings, graph breaks, a small batch)"]
 
 
+def _named(hit, column: str, said) -> str:
+    """The first NAMED jobs of `hit` as "#<job> (<said(their `column`)>)", and how many more
+    the jobs table's column holds."""
+    named = ", ".join(f"#{job} ({said(value)})" for job, value in zip(hit["job"][:NAMED], hit[column][:NAMED]))
+    if len(hit) > NAMED:
+        named += f" and {len(hit) - NAMED} more (the jobs table's `{column}` column)"
+    return named
+
+
 def loaded_roofs_notes(jobs) -> list[str]:
     """A note naming the jobs whose roofs were measured on a busy device: their bounds are
     lower than an idle device's, so what they leave to win reads smaller."""
@@ -171,9 +180,7 @@ def loaded_roofs_notes(jobs) -> list[str]:
     hit = jobs[jobs["roofs_loaded"].notna()]
     if hit.empty:
         return []
-    named = ", ".join(f"#{job} ({load} of other work)" for job, load in zip(hit["job"][:NAMED], hit["roofs_loaded"][:NAMED]))
-    if len(hit) > NAMED:
-        named += f" and {len(hit) - NAMED} more (the jobs table's `roofs_loaded` column)"
+    named = _named(hit, "roofs_loaded", lambda load: f"{load} of other work")
     return [f"the roofs of these jobs were measured while other work kept the device busy: {named}. A roof is a "
             "ceiling: measured under load it is too low, so their bounds are too short and what is left to win "
             "reads smaller than it is; a later job that finds the device idler measures them again (docs/method.md, "
@@ -188,9 +195,7 @@ def storage_missed_notes(jobs) -> list[str]:
     hit = jobs[jobs["storage_missed"].notna() & (jobs["storage_missed"] != "")]
     if hit.empty:
         return []
-    named = ", ".join(f"#{job} ({str(why)[:160]})" for job, why in zip(hit["job"][:NAMED], hit["storage_missed"][:NAMED]))
-    if len(hit) > NAMED:
-        named += f" and {len(hit) - NAMED} more (the jobs table's `storage_missed` column)"
+    named = _named(hit, "storage_missed", lambda why: str(why)[:160])
     return [f"these jobs missed the sweep's shared storage: {named}. Their results are complete, in the sweep folder; "
             "a compile kept in the driver's compile store goes to the storage when the job next runs"]
 

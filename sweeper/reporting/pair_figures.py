@@ -11,6 +11,7 @@ import pandas as pd
 
 from sweeper.analysis.categories import CATEGORIES, category_label
 from sweeper.reporting.figures import COLORS, Figure, _ok, _save, device_word, plt  # plt: set up for files only
+from sweeper.reporting.finding import on_gpu
 from sweeper.reporting.pairs import MODEL_PAIR
 
 
@@ -100,7 +101,7 @@ def autotune_pairs(jobs: pd.DataFrame) -> list[tuple[pd.Series, pd.Series]]:
 
 
 def _on_gpu(row: pd.Series) -> bool:
-    return isinstance(row.get("gpu"), str) and bool(row.get("gpu")) and pd.notna(row.get("device_ms"))
+    return on_gpu(row) and pd.notna(row.get("device_ms"))
 
 
 def _judged_ms(row: pd.Series) -> float:
