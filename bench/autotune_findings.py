@@ -35,7 +35,7 @@ def main() -> None:
         sweep = read_sweep(given if (given / "summary.json").is_file() else unpack(given, Path(scratch) / "sweep"))
         jobs, modules = sweep.jobs, sweep.model_modules
         step_kernels = sweep.kernels[sweep.kernels["scope"] == "step"]
-        regret = regret_table(jobs, modules)
+        regret = regret_table(jobs, modules, sweep.decisions)
         print(f"# Max-autotune's answer\n\n`python bench/autotune_findings.py {sys.argv[1]}`\n")
         gpus = sorted({str(g) for g in jobs["gpu"].dropna()})
         print(f"{len(jobs)} jobs on {', '.join(gpus) or 'a CPU'}.\n")

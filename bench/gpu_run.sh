@@ -95,6 +95,23 @@
 #   attribution  bench/attribution_check.py on mixnet_l (b128) and densenet121 (b16) training
 #          (MODELS="model:batch ..."), CUDA graphs off and on, all at once, and one sweeper job
 #          of the first; results: bench/results/model_code/attribution_check_*.md.
+#   example_report  docs/example-report from a GPU run of today's code: the mission's command
+#          (python -m sweeper model=mixnet_l,densenet121 autotune=on,off) into $S/example, on an
+#          H200 first importing the committed H200 autotune store ($IMPORT, default
+#          tests/fixtures/h200/headline_store.tgz: the store's keys hold the GPU model, so on
+#          another GPU every max-autotune compile is cold, about 66 minutes of job time: run
+#          headline_sitting across sittings instead, then bench/example_report.py over its
+#          folder), stopped at $DEADLINE_S if given; then `python bench/example_report.py
+#          headline --records $S/example --out $S/example-report`; results: docs/example-report
+#          (copy $S/example-report over it) and bench/results/headline/.
+#   autotune_aa  max-autotune's run-to-run noise layer by layer: MODEL (default resnet50) in MODE
+#          (inference) at BATCH (64), autotune on and off, each twice (seed=0,1), one job at a
+#          time (the second autotune=on job seeded from the store the first filled: its
+#          decisions from the store on a GPU), cold otherwise (a store of its own, no compile
+#          store; STORE_FROM=<an earlier run's store folder> seeds both); then
+#          bench/autotune_findings.py over it ($S/autotune_findings.md: one verdict, regret
+#          table and advice for the pair of settings, their repeats' median against their
+#          spread); results: bench/results/autotune_advice/.
 #   autotune_parts  max-autotune's two parts apart (python -m sweeper +sweep=autotune_parts: off, on,
 #          the templates alone, the kernel configs alone) on MODEL (default resnet50) in MODE
 #          (inference) at BATCH (64), cold (a store of its own, no compile store), packed as
@@ -527,10 +544,44 @@ autotune_parts() {
   bundle
 }
 
+example_report() {
+  if nvidia-smi -L | grep -q H200; then
+    store_import "${IMPORT:-tests/fixtures/h200/headline_store.tgz}"
+  else
+    log "not an H200: the committed store does not seed this GPU's compiles (cold, about 66 min of job time)"
+  fi
+  local t0=$(date +%s) deadline=${DEADLINE_S:-0}
+  "${headline_cmd[@]}" hydra.sweep.dir="$S/example" dry_run=true > "$S/example_dry_run.log" 2>&1
+  run_until $([ "$deadline" -gt 0 ] && echo $(( t0 + deadline )) || echo 0) "$S/example.log" \
+    "${headline_cmd[@]}" hydra.sweep.dir="$S/example"
+  log "mission command rc=$? wall_s=$(( $(date +%s) - t0 ))"
+  python3 bench/example_report.py headline --records "$S/example" --out "$S/example-report" \
+    > "$S/example_report.log" 2>&1
+  log "example report rc=$?"
+  drop_traces "$S/example"
+  tar czf "$S/example_records.tgz" -C "$S" example 2>/dev/null
+  bundle
+}
+
+autotune_aa() {
+  local m=${MODEL:-resnet50}
+  if [ -n "${STORE_FROM:-}" ]; then  # an earlier run's store folder: every autotune=on job seeded
+    mkdir -p "$S/store" && cp -r "$STORE_FROM"/. "$S/store/"
+    log "store from $STORE_FROM"
+  fi
+  python3 -m sweeper model="$m" mode="${MODE:-inference}" batch_size="${BATCH:-64}" autotune=on,off seed=0,1 \
+    hydra.launcher.jobs_per_gpu=1 autotune_store="$S/store" compile_store=off "yes=true" hydra.sweep.dir="$S/aa" \
+    > "$S/aa.log" 2>&1
+  log "autotune_aa $m rc=$?"
+  python3 bench/autotune_findings.py "$S/aa" > "$S/autotune_findings.md" 2>&1
+  drop_traces "$S/aa"
+  bundle
+}
+
 machine_info
 log "start ${1:-}"
 case "${1:-}" in
-  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline|data_path|phase_results|attribution|autotune_parts) "$1" ;;
-  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline|data_path|phase_results|attribution|autotune_parts" >&2; exit 2 ;;
+  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline|data_path|phase_results|attribution|autotune_parts|autotune_aa|example_report) "$1" ;;
+  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline|data_path|phase_results|attribution|autotune_parts|autotune_aa|example_report" >&2; exit 2 ;;
 esac
 log ALLDONE

@@ -44,7 +44,7 @@ def aggregate(sweep_dir: Path) -> Path:
     sweep = read_sweep(Path(sweep_dir))
     tdir = sweep.path / TABLES_DIR
     tdir.mkdir(exist_ok=True)
-    regret = regret_table(sweep.jobs, sweep.model_modules)  # where max-autotune loses, site by site
+    regret = regret_table(sweep.jobs, sweep.model_modules, sweep.decisions)  # where max-autotune loses, site by site
     for name, df in (("jobs", sweep.jobs), ("categories", sweep.cats), ("kernels", sweep.kernels),
                      ("microbench", sweep.bench), ("modules", sweep.model_modules),
                      ("recoverable", ranking(sweep.recoverable)), ("autotune_decisions", sweep.decisions),

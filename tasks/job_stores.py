@@ -114,7 +114,9 @@ def autotune_decisions(inductor_cache: Path, system: str | None, seed: AutotuneS
     judged = chosen if used else own
     runs = [own, seeded, *ad.repeat_runs(seed_doc)]
     gaps = ad.relative_gaps(runs)
-    rows = [{**r, "timed": "here" if ad.Key(r["op"], r["inputs"], r["precision"]) in own else "store"}
+    sites = getattr(used, "sites", None) or {}  # benchmark_lease.TunedOps: the modules each op was lowered for
+    rows = [{**r, "timed": "here" if ad.Key(r["op"], r["inputs"], r["precision"]) in own else "store",
+             "sites": list(sites.get((r["op"], r["inputs"], r["precision"]), []))}
             for r in ad.decisions(judged, runs)]
     return {"rows": rows, "summary": ad.summary(rows), "noise_pct": ad.noise_pct(gaps), "noise_gaps": len(gaps),
             "noise_quantile": ad.NOISE_QUANTILE, "seeded_ops": len(seeded),

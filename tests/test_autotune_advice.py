@@ -115,6 +115,9 @@ def test_the_parts_sweep_runs_each_part_and_the_finding_finds_its_jobs(tmp_path)
 
     decisions = read_record(tmp_path / str(int(templates["job"])))["autotune_decisions"]
     assert decisions["used_ops"] >= 1 and decisions["rows"] and {r["timed"] for r in decisions["rows"]} == {"here"}
+    # each names the model module its op was lowered for (the regret table's isolation figures): on a CPU
+    # the C++ GEMM template competes for the linear layer only, test_resnet's classifier
+    assert {s for r in decisions["rows"] for s in r["sites"]} == {"fc (forward)"}, decisions["rows"]
     assert "autotune_decisions" not in read_record(tmp_path / str(int(off["job"])))
 
 

@@ -184,3 +184,41 @@ def test_a_choice_is_a_template_or_a_library_call_by_its_name():
                  "_mkl_linear-B=None-batch_size=202-ckf3uy"]
     assert [ad.kind(c) for c in templates] == ["template"] * 3 and [ad.kind(c) for c in libraries] == ["library"] * 5
     assert ad.family("bias_addmm-alpha=1-beta=1-cerhccsn7p") == "bias_addmm"
+
+
+def test_the_ops_max_autotune_selected_for_name_the_modules_they_were_lowered_for():
+    """A CPU compile with max-autotune (freezing: C++ GEMM templates against MKL): each op the compile
+    selected a choice for, with the modules of the nodes lowered to it; one shape's decision serves both
+    modules of that shape."""
+    import torch
+
+    from sweeper.torch_internals import probes
+    from sweeper.torch_internals.benchmark_lease import record_tuned_ops
+    from tasks import provenance
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(64, 128)
+            self.b = torch.nn.Sequential(torch.nn.Linear(128, 128), torch.nn.ReLU(), torch.nn.Linear(128, 128))
+
+        def forward(self, x):
+            return self.b(torch.relu(self.a(x)))
+
+    from torch._inductor import select_algorithm
+
+    config = probes.inductor_config()
+    cls = select_algorithm.AlgorithmSelectorCache
+    try:
+        with config.patch(freezing=True, post_grad_custom_pre_pass=None, fx_graph_cache=False):
+            assert provenance.install() == "installed"
+            used = record_tuned_ops()
+            torch._dynamo.reset()
+            with torch.no_grad():
+                torch.compile(Net().eval(), mode="max-autotune-no-cudagraphs")(torch.randn(32, 64))
+    finally:  # a job is one process; this test's worker goes on to other tests
+        torch._dynamo.reset()
+        cls.__call__ = cls._sweeper_unwrapped_call
+        select_algorithm.clear_feedback_savers()
+    assert len(used) == 2, list(used)
+    assert sorted(tuple(used.sites[k]) for k in used) == [("a (forward)",), ("b.0 (forward)", "b.2 (forward)")]

@@ -176,7 +176,8 @@ def test_the_overview_adds_up_the_sweep():
 
 
 def test_one_key_pairs_finds_what_comparing_every_two_jobs_finds():
-    """The grouped search against the brute force it replaced, on a 60-job sweep."""
+    """The grouped search against the brute force it replaced, on a 60-job sweep: pairs of configurations,
+    each standing as its first job (its repeats, seeds, are one side of the pair)."""
     import tempfile
 
     from sweeper.reporting.pairs import PAIR_KEYS, one_key_pairs
@@ -185,7 +186,9 @@ def test_one_key_pairs_finds_what_comparing_every_two_jobs_finds():
     with tempfile.TemporaryDirectory() as tmp:
         jobs = read_sweep(write_sweep(Path(tmp) / "s", 60)).jobs
     ok = jobs[jobs["status"] == "ok"].sort_values("job")
-    rows = [(r, key_fields(r["key"])) for _, r in ok.iterrows()]
+    firsts = ok.drop_duplicates("key")
+    assert len(firsts) < len(ok)  # the sweep repeats configurations
+    rows = [(r, key_fields(r["key"])) for _, r in firsts.iterrows()]
     brute = []
     for i, (ra, pa) in enumerate(rows):
         for rb, pb in rows[i + 1:]:
@@ -194,8 +197,11 @@ def test_one_key_pairs_finds_what_comparing_every_two_jobs_finds():
                 differ.discard("amp_dtype")
             if len(differ) == 1 and (key := differ.pop()) in PAIR_KEYS:
                 brute.append((key, {ra["job"], rb["job"]}))
-    found = [(p.key, {p.a["job"], p.b["job"]}) for p in one_key_pairs(jobs)]
+    pairs = one_key_pairs(jobs)
+    found = [(p.key, {p.a["job"], p.b["job"]}) for p in pairs]
     assert found == brute and len(found) > 10
+    repeats = ok.groupby("key")["job"].agg(list).to_dict()
+    assert all(p.a_jobs == repeats[p.a["key"]] and p.b_jobs == repeats[p.b["key"]] for p in pairs)
 
 
 def test_the_trend_of_many_jobs_draws_the_flagged_ones_and_a_band(nights, tmp_path):

@@ -85,13 +85,23 @@ class PartResult:
     compile_s: float | None
 
 
-def parts(off: Mapping, on: Mapping, noise_pct: float = RERUN_DEVICE_PCT) -> list[PartResult]:
+def cold(row: Mapping) -> bool:
+    """Whether a job's compile started from nothing (the jobs table's compile_state): a
+    seeded or warm one skipped the tuning whose seconds a part's cost is."""
+    return str(row.get("compile_state") or "cold") == "cold"
+
+
+def parts(off: Mapping, on: Mapping, noise_pct: float = RERUN_DEVICE_PCT,
+          part_noise: Mapping[str, float] | None = None) -> list[PartResult]:
+    """Each part's kernels off against on, held against `noise_pct`, or the part's own
+    noise in `part_noise` (by part name: how far its kernels spread over a side's repeats)
+    where that is wider."""
     out = []
     for part in PARTS:
         a, b = part_ms(off, part), part_ms(on, part)
         if a is None or b is None or (a == 0 and b == 0):
             continue
-        noise = noise_pct / 100 * max(a, b)
+        noise = max(noise_pct, (part_noise or {}).get(part.name, 0.0)) / 100 * max(a, b)
         gain = a - b
         word = WITHIN if abs(gain) <= noise else GAINS if gain > 0 else LOSES
         out.append(PartResult(part, a, b, gain, noise, word, part_compile_s(off, on, part)))
@@ -109,10 +119,13 @@ class Advice:
     payback_steps: float | None
 
 
-def advise(off: Mapping, on: Mapping, noise_pct: float = RERUN_DEVICE_PCT) -> Advice | None:
+def advise(off: Mapping, on: Mapping, noise_pct: float = RERUN_DEVICE_PCT,
+           part_noise: Mapping[str, float] | None = None) -> Advice | None:
     """The advice for a pair of jobs-table rows (autotune off, on); None without category
-    shares in both."""
-    results = parts(off, on, noise_pct)
+    shares in both. No payback where the on twin's compile was not cold: its seconds are
+    what that compile spent, not what a cold one costs (a seeded compile's 5 s said "paid
+    back after 0 steps")."""
+    results = parts(off, on, noise_pct, part_noise)
     if not results:
         return None
     gaining = [r for r in results if r.word == GAINS]
@@ -131,5 +144,5 @@ def advise(off: Mapping, on: Mapping, noise_pct: float = RERUN_DEVICE_PCT) -> Ad
         settings = ("autotune=off", *(s for r in gaining for s in r.part.settings))
         costs = [r.compile_s for r in gaining]
         cost = None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
-    payback = cost * 1000 / kept if cost is not None and kept > 0 else None
+    payback = cost * 1000 / kept if cost is not None and kept > 0 and cold(on) else None
     return Advice(results, gaining, settings, 100 * kept / every if every else None, cost, full, payback)

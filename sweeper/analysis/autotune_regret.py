@@ -18,18 +18,30 @@ kept or autotune off runs. Only sites where one of the two ran such a kernel are
 autotune changes nothing else directly. A site's change counts when it is beyond the
 kernels' run-to-run noise under max-autotune (RERUN_DEVICE_PCT of the larger side) and at
 least SITE_MIN_STEP_PCT of the off twin's kernel time a step (a 2-µs module moving 50% is
-no finding). Per-site run-to-run noise has not been measured on a GPU yet: the job-level
-figure is its floor, so a "slower" site near the bound may still be a coin flip.
+no finding). A site's own run-to-run noise can be wider than the job's: on an H100 (resnet50
+b64 inference, each setting run twice) layer2's blocks moved 7.6 to 8.8% between two
+autotune-off runs (the same Triton batch-norm kernels up to 37% apart: Triton chose another
+of each kernel's two configs at its first launch) while the kernels' time moved 1.8% and the
+median layer 0.4%; two max-autotune runs on the same choices moved 1.8% at most. A sweep
+that repeats its twins (`seed=0,1`) holds each site against the spread its repeats showed
+as well; without repeats the job-level figure is the floor, so a "slower" site near it may
+still be a coin flip.
+
+Each site also has what max-autotune's own benchmarks said of its ops, each choice alone
+(alone_by_site: the decisions name the modules each op was lowered for): a slower site
+whose choices beat the library calls alone is an isolation-only win (pytorch#180811).
 """
 
 from __future__ import annotations
 
+import statistics
 from collections import defaultdict
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
-from sweeper.analysis.autotune_verdict import RERUN_DEVICE_PCT
+from sweeper.analysis.autotune_verdict import RERUN_DEVICE_PCT, as_float
 from sweeper.analysis.categories import LIBRARY, TRITON_TEMPLATE
 from sweeper.analysis.module_rollup import block_of
+from sweeper.analysis.repeats import spread_pct
 
 SITE_MIN_STEP_PCT = 0.5  # a site's change must be at least this share of the step's kernel time
 CHOICES = (TRITON_TEMPLATE, LIBRARY)  # the categories an autotuned op runs as
@@ -74,13 +86,38 @@ def ran(site: Mapping | None) -> str:
     return "Triton template" if t else "library" if lib else "-"
 
 
+def _merged_sites(runs: Sequence[Iterable[Mapping]]) -> tuple[dict, dict[tuple[str, str], float | None]]:
+    """The sites of a side's repeats (one list of module rows per job): each site's figures
+    the median over the repeats (a site a repeat lacks counts 0 there), and how far its time
+    spread over them, % (None for one job)."""
+    per_run = [sites(rows) for rows in runs]
+    keys = set().union(*per_run) if per_run else set()
+    out, spread = {}, {}
+    for key in keys:
+        got = [run.get(key) for run in per_run]
+        first = next(g for g in got if g)
+        site = dict(first)
+        for figure in ("ms", TRITON_TEMPLATE, LIBRARY):
+            site[figure] = statistics.median([(g or {}).get(figure, 0.0) for g in got])
+        out[key] = site
+        spread[key] = spread_pct([(g or {}).get("ms", 0.0) for g in got])
+    return out, spread
+
+
 def compare(off_rows: Iterable[Mapping], on_rows: Iterable[Mapping], step_kernel_ms: float,
             noise_pct: float = RERUN_DEVICE_PCT) -> list[dict]:
+    """compare_repeats() for one job a side."""
+    return compare_repeats([off_rows], [on_rows], step_kernel_ms, noise_pct)
+
+
+def compare_repeats(off_runs: Sequence[Iterable[Mapping]], on_runs: Sequence[Iterable[Mapping]],
+                    step_kernel_ms: float, noise_pct: float = RERUN_DEVICE_PCT) -> list[dict]:
     """Every site that ran an autotuned op in either twin and whose time moved beyond the
     bounds above (`noise_pct`: a CPU job's kernels follow the host, and its caller passes
-    the jobs' step noise where that is wider): slower ones first (the most lost first),
-    then faster ones."""
-    off, on = sites(off_rows), sites(on_rows)
+    the jobs' step noise where that is wider; where a side is several repeats, a site is
+    held against how far it spread over them too, and compared by its median): slower ones
+    first (the most lost first), then faster ones."""
+    (off, off_spread), (on, on_spread) = _merged_sites(off_runs), _merged_sites(on_runs)
     floor = SITE_MIN_STEP_PCT / 100 * step_kernel_ms
     out = []
     for key in off.keys() | on.keys():
@@ -89,14 +126,56 @@ def compare(off_rows: Iterable[Mapping], on_rows: Iterable[Mapping], step_kernel
             continue
         ms_off, ms_on = (a or {}).get("ms", 0.0), (b or {}).get("ms", 0.0)
         change = ms_on - ms_off
-        noise = noise_pct / 100 * max(ms_off, ms_on)
+        spreads = [s for s in (off_spread.get(key), on_spread.get(key)) if s is not None]
+        site_noise = max([noise_pct, *spreads])
+        noise = site_noise / 100 * max(ms_off, ms_on)
         if abs(change) <= max(noise, floor):
             continue
         meta = a or b or {}
         out.append({"layer": key[0], "pass": key[1], "source": meta.get("source"),
                     "off_ms": ms_off, "on_ms": ms_on, "change_ms": change,
                     "change_pct": (change / ms_off * 100) if ms_off else None,
-                    "off_ran": ran(a), "on_ran": ran(b), "noise_pct": noise_pct,
+                    "off_ran": ran(a), "on_ran": ran(b), "noise_pct": site_noise,
+                    "repeat_spread_pct": max(spreads) if spreads else None,
                     "verdict": SLOWER if change > 0 else FASTER})
     out.sort(key=lambda r: (r["verdict"] != SLOWER, -abs(r["change_ms"])))
     return out
+
+
+def alone_by_site(decisions: Iterable[Mapping]) -> dict[tuple[str, str], dict]:
+    """What max-autotune's own benchmarks said of the ops lowered in each site (layer,
+    pass), from the on twin's decisions and the modules each op was lowered for (the
+    decisions table's `sites`): `chosen_ms` and `library_ms`, the chosen choice and the
+    library call each timed alone at the op's shapes, summed over the site's calls; `ops`
+    the calls; `templates` those where a template was chosen. Ops without a library timing
+    are left out. Inductor times a template's main loop alone, without the epilogue it then
+    fuses (unless its epilogue-fusion benchmarks are on: the jobs table's fusion seconds)."""
+    out: dict[tuple[str, str], dict] = {}
+    for d in decisions:
+        chosen, library = as_float(d.get("winner_ms")), as_float(d.get("library_ms"))
+        if chosen is None or library is None:
+            continue
+        for site in str(d.get("sites") or "").split("; "):
+            if not site.endswith(")") or " (" not in site:
+                continue
+            module, pass_ = site[:-1].rsplit(" (", 1)
+            layer = "(model)" if module == "(model)" else layer_of(module)
+            t = out.setdefault((layer, pass_), {"chosen_ms": 0.0, "library_ms": 0.0, "ops": 0, "templates": 0})
+            t["chosen_ms"] += chosen
+            t["library_ms"] += library
+            t["ops"] += 1
+            t["templates"] += d.get("winner_kind") == "template"
+    return out
+
+
+def alone_word(row: Mapping, alone: Mapping | None) -> str | None:
+    """A slower site whose templates won alone: "isolation-only win" (max-autotune's own
+    benchmarks had its choices faster than the library calls, each alone; in the model,
+    with its epilogues fused and its neighbours around it, the site took longer); a faster
+    site or one without template choices: None."""
+    if not alone or not alone.get("templates") or row.get("verdict") != SLOWER:
+        return None
+    return ISOLATION_ONLY if alone["chosen_ms"] < alone["library_ms"] else None
+
+
+ISOLATION_ONLY = "isolation-only win"

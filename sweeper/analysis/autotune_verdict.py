@@ -108,13 +108,22 @@ def _step_noise(off: Mapping, on: Mapping) -> float:
     return max(STEP_MIN_NOISE_PCT, sum(as_float(r.get("step_noise_pct")) or 0.0 for r in (off, on)))
 
 
+def repeat_spreads(off: Mapping, on: Mapping, figure: str) -> list[float]:
+    """How far a figure spread over each side's repeats, % (sweeper/analysis/repeats.py puts
+    `<figure>_spread_pct` in a row that stands for several jobs); [] for single jobs."""
+    return [v for v in (as_float(r.get(f"{figure}_spread_pct")) for r in (off, on)) if v is not None]
+
+
 def twin_noise_pct(off: Mapping, on: Mapping) -> float:
     """The noise a pair's kernel times are held against, ±%: RERUN_DEVICE_PCT on a GPU (its
     kernels do not follow the host); on a CPU, whose kernels are the host's, the twins' step
-    noise added where that is wider."""
+    noise added where that is wider; and where a side is several repeats, their spread if
+    wider still."""
     if isinstance(off.get("gpu"), str) and off.get("gpu"):
-        return RERUN_DEVICE_PCT
-    return max(RERUN_DEVICE_PCT, sum(as_float(r.get("step_noise_pct")) or 0.0 for r in (off, on)))
+        base = RERUN_DEVICE_PCT
+    else:
+        base = max(RERUN_DEVICE_PCT, sum(as_float(r.get("step_noise_pct")) or 0.0 for r in (off, on)))
+    return max([base, *repeat_spreads(off, on, "device_ms")])
 
 
 def _launches_account(off: Mapping, on: Mapping, step_pct: float) -> float | None:
@@ -136,11 +145,14 @@ def twin_verdict(off: Mapping, on: Mapping) -> TwinVerdict | None:
         return None
     on_gpu = bool(off.get("gpu")) and isinstance(off.get("gpu"), str)
     d_off, d_on = as_float(off.get("device_ms")), as_float(on.get("device_ms"))
-    gpu = change(d_off, d_on, RERUN_DEVICE_PCT) if on_gpu and d_off and d_on else None
+    gpu = change(d_off, d_on, twin_noise_pct(off, on)) if on_gpu and d_off and d_on else None
     busy = [as_float(r.get("busy_pct")) for r in (off, on)]
     followed = on_gpu and all(b is not None and b >= STEP_FOLLOWS_BUSY_PCT for b in busy)
-    # a step that follows its kernels has their run-to-run noise too: a re-run chooses again
-    noise = max(_step_noise(off, on), RERUN_DEVICE_PCT if followed else 0.0)
+    # a step that follows its kernels has their run-to-run noise too: a re-run chooses again;
+    # repeats of a side (seeds) add how far their steps spread
+    step_figure = "steady_step_ms" if as_float(off.get("steady_step_ms")) else "compiled_step_ms"
+    noise = max([_step_noise(off, on), RERUN_DEVICE_PCT if followed else 0.0,
+                 *repeat_spreads(off, on, step_figure)])
     step = change(wall_off, wall_on, noise)
     figures: dict = {"step_noise_pct": noise}
     # the two step figures: the timed steps' median and the steady loop, where both exist

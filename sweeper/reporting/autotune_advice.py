@@ -6,11 +6,14 @@ on cold compile seconds, kernels' time and peak memory at once."""
 
 from __future__ import annotations
 
+from typing import Mapping
+
 import pandas as pd
 
 from sweeper.analysis.autotune_advice import GAINS, LOSES, PARTS, Advice, Part, advise, part_ms
 from sweeper.analysis.autotune_verdict import RERUN_DEVICE_PCT, change, ms_said, twin_noise_pct
 from sweeper.analysis.categories import CATEGORIES
+from sweeper.analysis.repeats import figure_spread
 from sweeper.reporting.finding import Finding, number, ok_jobs
 from sweeper.reporting.labels import key_fields
 from sweeper.reporting.pairs import one_key_pairs
@@ -75,9 +78,9 @@ def advice_findings(jobs: pd.DataFrame) -> list[Finding]:
     for p in one_key_pairs(jobs):
         if p.key != "autotune":
             continue
-        off, on = p.a, p.b
+        off, on = p.twins()
         noise = twin_noise_pct(off, on)
-        a = advise(off.to_dict(), on.to_dict(), noise)
+        a = advise(off.to_dict(), on.to_dict(), noise, _part_noise(off, on))
         if a is None:
             continue
         label = str(off["label"])
@@ -120,6 +123,21 @@ def advice_findings(jobs: pd.DataFrame) -> list[Finding]:
             text += f" No other run of the model beats {', '.join(best)} on cold compile, kernels' time and peak memory at once."
             figures["pareto"] = best
         out.append(Finding("autotune_advice", label, text, "#fig-autotune", figures))
+    return out
+
+
+def _part_noise(off: pd.Series, on: pd.Series) -> dict[str, float]:
+    """Part name -> how far its kernels spread over either side's repeats, % (none for a
+    side of one job)."""
+    out = {}
+    for part in PARTS:
+        def ms(row: Mapping, part: Part = part) -> float | None:
+            return part_ms(row, part)
+
+        spreads = [figure_spread(side["repeats"], ms) for side in (off, on)]
+        got = [s for s in spreads if s is not None]
+        if got:
+            out[part.name] = max(got)
     return out
 
 

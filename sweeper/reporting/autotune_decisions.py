@@ -6,19 +6,20 @@ from __future__ import annotations
 import pandas as pd
 
 from sweeper.analysis.autotune_decisions import NOISE_QUANTILE, REAL, WITHIN
-from sweeper.analysis.autotune_verdict import twin_verdict
+from sweeper.analysis.autotune_verdict import TwinVerdict, twin_verdict
 from sweeper.reporting.finding import Finding
 from sweeper.reporting.pairs import one_key_pairs
 
 
 def _verdicts(jobs: pd.DataFrame) -> dict:
     """autotune=on job -> the verdict on it against its autotune-off twin (sweeper/analysis/
-    autotune_verdict.py), for the pairs of jobs that differ in autotune only."""
-    out = {}
+    autotune_verdict.py), for the pairs of jobs that differ in autotune only; every repeat
+    of the on setting gets the pair's one verdict."""
+    out: dict[int, TwinVerdict] = {}
     for p in one_key_pairs(jobs):
-        v = twin_verdict(p.a, p.b) if p.key == "autotune" else None
+        v = twin_verdict(*p.twins()) if p.key == "autotune" else None
         if v is not None and v.gpu is not None:
-            out[p.b["job"]] = v
+            out.update((job, v) for job in p.b_jobs)
     return out
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sweeper.analysis.autotune_regret import FASTER, SITE_MIN_STEP_PCT, SLOWER, compare
+from sweeper.analysis.autotune_regret import (FASTER, ISOLATION_ONLY, SITE_MIN_STEP_PCT, SLOWER, alone_by_site,
+                                              alone_word, compare_repeats)
 from sweeper.analysis.autotune_verdict import RERUN_DEVICE_PCT, twin_noise_pct
 from sweeper.reporting.finding import Finding, by_job, number, rows_of
 from sweeper.reporting.pairs import one_key_pairs
@@ -25,25 +26,47 @@ REGRET_COLUMNS: dict[str, str] = {
     "off_ran": "what ran its matmuls and convolutions with autotune off: library (cuDNN, cuBLAS), Triton template",
     "on_ran": "the same with autotune on (a Triton template: max-autotune chose one)",
     "noise_pct": f"the noise a site's change is held against, % of its larger side: {RERUN_DEVICE_PCT:.0f}% on a GPU "
-                 "(the kernels' run-to-run noise under max-autotune); on a CPU the twins' step noise added, if wider",
+                 "(the kernels' run-to-run noise under max-autotune); on a CPU the twins' step noise added, if wider; "
+                 "where a side is several repeats (seeds), the site's spread over them if wider still",
+    "repeat_spread_pct": "how far the site's time spread over a side's repeats (seeds), % of their median, the wider "
+                         "side's; empty where each side is one job. off_ms and on_ms are then the repeats' medians",
     "verdict": f"slower or faster: beyond noise_pct of the larger side and {SITE_MIN_STEP_PCT}% of the step's kernel time",
+    "alone_chosen_ms": "the choices max-autotune made for the site's matmuls and convolutions, as its own benchmarks timed "
+                       "them alone at the op's shapes (its decisions), ms summed over the site's calls; empty without "
+                       "decisions that name the site's modules",
+    "alone_library_ms": "the library calls (cuDNN, cuBLAS) for the same ops, timed alone the same way",
+    "alone_word": "isolation-only win: a slower site whose choices beat the library calls alone (max-autotune chose by "
+                  "the main loop alone; in the model, with the epilogue it fused and the kernels around it, the site "
+                  "took longer)",
 }
 NAMED = 3  # sites a finding names
 
 
-def regret_table(jobs: pd.DataFrame, modules: pd.DataFrame) -> pd.DataFrame:
-    """Every autotune pair's sites that moved beyond noise (REGRET_COLUMNS), pairs in job order."""
+def regret_table(jobs: pd.DataFrame, modules: pd.DataFrame, decisions: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every autotune pair's sites that moved beyond noise (REGRET_COLUMNS), pairs in job
+    order; with the on twin's decisions, what its choices and the library calls took alone."""
     rows = []
     groups = by_job(modules) if not modules.empty else {}
+    decided = by_job(decisions) if decisions is not None and not decisions.empty else {}
     for p in one_key_pairs(jobs):
         if p.key != "autotune":
             continue
-        off, on = rows_of(groups, p.a["job"], modules), rows_of(groups, p.b["job"], modules)
-        step = number(p.a.get("device_ms"))
-        if off.empty or on.empty or not step:
+        runs_off = [rows_of(groups, j, modules) for j in p.a_jobs]
+        runs_on = [rows_of(groups, j, modules) for j in p.b_jobs]
+        runs_off, runs_on = [r for r in runs_off if not r.empty], [r for r in runs_on if not r.empty]
+        off, on = p.twins()
+        step = number(off.get("device_ms"))
+        if not runs_off or not runs_on or not step:
             continue
-        for r in compare(off.to_dict("records"), on.to_dict("records"), step, twin_noise_pct(p.a, p.b)):
-            rows.append({"job_off": int(p.a["job"]), "job_on": int(p.b["job"]), "label": p.a["label"], **r})
+        mine = next((decided[j] for j in p.b_jobs if j in decided and "sites" in decided[j]
+                     and decided[j]["sites"].notna().any()), None)
+        alone = alone_by_site(mine.to_dict("records")) if mine is not None else {}
+        for r in compare_repeats([x.to_dict("records") for x in runs_off], [x.to_dict("records") for x in runs_on],
+                                 step, twin_noise_pct(off, on)):
+            a = alone.get((r["layer"], r["pass"]))
+            rows.append({"job_off": int(p.a["job"]), "job_on": int(p.b["job"]), "label": off["label"], **r,
+                         "alone_chosen_ms": a["chosen_ms"] if a else None,
+                         "alone_library_ms": a["library_ms"] if a else None, "alone_word": alone_word(r, a)})
     return pd.DataFrame(rows, columns=list(REGRET_COLUMNS))
 
 
@@ -56,7 +79,7 @@ def regret_findings(jobs: pd.DataFrame, modules: pd.DataFrame, table: pd.DataFra
     for p in one_key_pairs(jobs):
         if p.key != "autotune":
             continue
-        label = str(p.a["label"])
+        label = str(p.twins()[0]["label"]) if p.repeated else str(p.a["label"])
         if not {p.a["job"], p.b["job"]} <= has_modules:
             out.append(Finding("autotune_regret", label, f"Where max-autotune loses in {label}: cannot tell, one of "
                                "the twins has no module times (its record has no model code).", "#fig-autotune",
@@ -69,12 +92,28 @@ def regret_findings(jobs: pd.DataFrame, modules: pd.DataFrame, table: pd.DataFra
             text = f"Where max-autotune loses in {label}: no layer is slower with it beyond noise"
         else:
             named = "; ".join(f"{r['layer']} ({r['pass']}) {r['off_ms']:.3f} -> {r['on_ms']:.3f} ms "
-                              f"({r['off_ran']} -> {r['on_ran']})" for _, r in slower.head(NAMED).iterrows())
+                              f"({r['off_ran']} -> {r['on_ran']}{_alone_said(r)})" for _, r in slower.head(NAMED).iterrows())
             text = (f"Where max-autotune loses in {label}: {len(slower)} layer{'s' if len(slower) != 1 else ''} "
                     f"take{'s' if len(slower) == 1 else ''} {lost:.3f} ms a step longer with it: {named}")
+            only = slower[slower["alone_word"] == ISOLATION_ONLY] if "alone_word" in slower else slower.iloc[0:0]
+            if len(only):
+                text += (f". {len(only)} of the {len(slower)} are isolation-only wins: max-autotune's own benchmarks "
+                         f"timed their choices {float((only['alone_library_ms'] - only['alone_chosen_ms']).sum()):.3f} ms "
+                         "faster than the library calls, each alone; in the model they took "
+                         f"{float(only['change_ms'].sum()):.3f} ms longer")
         text += (f"; {len(faster)} layer{'s' if len(faster) != 1 else ''} gain{'s' if len(faster) == 1 else ''} "
                  f"{won:.3f} ms." if len(faster)
                  else "; no layer is faster with it beyond noise.")
+        isolation_only = int((slower["alone_word"] == ISOLATION_ONLY).sum()) if "alone_word" in slower else 0
         out.append(Finding("autotune_regret", label, text, "#fig-autotune",
-                           {"lost_ms": lost, "won_ms": won, "slower_sites": len(slower), "faster_sites": len(faster)}))
+                           {"lost_ms": lost, "won_ms": won, "slower_sites": len(slower), "faster_sites": len(faster),
+                            "isolation_only_sites": isolation_only}))
     return out
+
+
+def _alone_said(r) -> str:
+    """"; alone 0.031 against the library's 0.052 ms" where the site's decisions are known."""
+    chosen, library = r.get("alone_chosen_ms"), r.get("alone_library_ms")
+    if chosen is None or library is None or chosen != chosen or library != library:
+        return ""
+    return f"; timed alone by max-autotune {chosen:.3f} against the library's {library:.3f} ms"

@@ -184,6 +184,7 @@ DECISION_COLUMNS: dict[str, str] = {
     "library_mark": "that gap against the noise: whether template against library was a real decision",
     "gain_ms": "library_ms - winner_ms: what the decision bought against autotune off, one call, ms",
     "timed": "where its timings came from: here (this job's compile timed them) or store (an earlier job's, seeded from the autotune store; the compile chose by them without timing again)",
+    "sites": "the model modules the op was lowered for, '; '-separated (\"layer1.0.conv2 (forward)\"): one shape's decision serves every module of that shape; empty in records made before they were kept, or where the compile was loaded whole",
 }
 
 BENCH_COLUMNS: dict[str, str] = {

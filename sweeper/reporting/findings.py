@@ -108,7 +108,7 @@ def slower_causes(row) -> str:
 
 def launch_bound(jobs: pd.DataFrame) -> list[Finding]:
     out = []
-    twins = {p.a["job"]: p.b for p in one_key_pairs(jobs) if p.key == "cudagraphs"}
+    twins = {job: p.b for p in one_key_pairs(jobs) if p.key == "cudagraphs" for job in p.a_jobs}
     for _, r in ok_jobs(jobs).iterrows():
         busy, launches, device = number(r.get("busy_pct")), number(r.get("kernel_launches")), number(r.get("device_ms"))
         step = number(r.get("compiled_step_ms"))
@@ -236,7 +236,9 @@ def fold_twins(found: list[Finding], jobs: pd.DataFrame) -> list[Finding]:
     """A job's CUDA-graphs twin finds the same kernels (graphs change launches, not
     kernels): its layout and memory findings are folded into the other job's, a clause
     saying the twin's figure, rather than said twice."""
-    twin_of = {p.b["label"]: p.a["label"] for p in one_key_pairs(jobs) if p.key == "cudagraphs"}
+    # repeats (seeds) of the two configurations folded in order: the first with the first
+    twin_of = {rb["label"]: ra["label"] for p in one_key_pairs(jobs) if p.key == "cudagraphs"
+               for ra, rb in zip(p.a_all or (p.a,), p.b_all or (p.b,))}
     by = {(f.rule, f.scope): f for f in found}
     out = []
     for f in found:

@@ -104,7 +104,7 @@ def autotune(jobs: pd.DataFrame, kernels: pd.DataFrame) -> list[Finding]:
     for p in one_key_pairs(jobs):
         if p.key != "autotune":
             continue
-        off, on = p.a, p.b
+        off, on = p.twins()  # repeats (seeds) of a side: their median, held against their spread too
         v = twin_verdict(off, on)
         if v is None:
             continue

@@ -272,7 +272,8 @@ def recoverable_rows(rec: Mapping[str, Any], job: int) -> list[dict]:
 
 def decision_rows(rec: Mapping[str, Any], job: int) -> list[dict]:
     """An autotune=on job's own decisions (DECISION_COLUMNS), as its record keeps them."""
-    return [{"job": job, "label": None, **{c: r.get(c) for c in DECISION_COLUMNS if c not in ("job", "label")}}
+    return [{"job": job, "label": None, **{c: r.get(c) for c in DECISION_COLUMNS if c not in ("job", "label", "sites")},
+             "sites": "; ".join(r.get("sites") or []) or None}
             for r in (rec.get("autotune_decisions") or {}).get("rows") or []]
 
 

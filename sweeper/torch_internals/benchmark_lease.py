@@ -132,24 +132,76 @@ def on_template_autotuned(fn: Callable[[str], None]) -> None:
     add_feedback_saver(saver)
 
 
-def record_tuned_ops() -> list[tuple[str, str, str]]:
+class TunedOps(list):
+    """The ops max-autotune selected for, as (op, inputs key, matmul precision) keys, in the
+    order first seen; `sites` the model modules each was lowered for ("layer1.0.conv2
+    (forward)"): one shape's decision serves every module of that shape."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sites: dict[tuple[str, str, str], list[str]] = {}
+
+
+def _lowering_site() -> str | None:
+    """The model module of the FX node Inductor is lowering now, from the tag our post-grad
+    pass put in its stack trace (tasks/provenance.py): "layer1.0.conv2 (forward)"; None
+    outside a lowering or for a node of no module."""
+    try:
+        from torch._inductor.virtualized import V
+
+        node = V.graph.current_node
+    except Exception:  # noqa: BLE001 - no graph being lowered (a benchmark outside a compile)
+        return None
+    from sweeper.analysis.launch_sites import read_tags
+
+    tags = read_tags(str(getattr(node, "meta", {}).get("stack_trace") or ""))
+    tag = next((t for t in tags if t.node == getattr(node, "name", None)), tags[-1] if tags else None)
+    if tag is None or tag.layer is None:
+        return None
+    return f"{tag.layer.path or '(model)'} ({tag.layer.pass_})"
+
+
+def record_tuned_ops() -> TunedOps:
     """From now on, every op max-autotune selects a choice for, timed now or found in its
     cache (a store-seeded op, select_algorithm.py: Inductor calls its feedback savers for
-    both), as the autotune cache keys it: (op, inputs key, matmul precision). Returns the
-    list it appends to. Why: a seeded job times nothing itself, yet its choices are the
-    store's decisions (tasks/job_stores.autotune_decisions)."""
+    both), as the autotune cache keys it: (op, inputs key, matmul precision), and the model
+    module each was lowered for (Inductor calls the savers while it lowers that node).
+    Returns the list it appends to. Why: a seeded job times nothing itself, yet its choices
+    are the store's decisions (tasks/job_stores.autotune_decisions); and the modules let the
+    decisions' timings (each choice alone) be set beside the layer's time in the model
+    (sweeper/analysis/autotune_regret.py)."""
     import torch
+    from torch._inductor import select_algorithm
     from torch._inductor.select_algorithm import add_feedback_saver, create_inputs_key
 
-    used: list[tuple[str, str, str]] = []
+    used = TunedOps()
+
+    def key_of(name, input_nodes) -> tuple[str, str, str] | None:
+        try:
+            return (str(name), create_inputs_key(input_nodes), torch.get_float32_matmul_precision())
+        except Exception:  # noqa: BLE001 - a key this torch makes otherwise: that op goes unnamed, the compile goes on
+            return None
 
     def saver(timings, name, input_nodes, *rest) -> None:
-        try:
-            key = (str(name), create_inputs_key(input_nodes), torch.get_float32_matmul_precision())
-        except Exception:  # noqa: BLE001 - a key this torch makes otherwise: that op goes unnamed, the compile goes on
-            return
-        if key not in used:
+        key = key_of(name, input_nodes)
+        if key is not None and key not in used:
             used.append(key)
 
     add_feedback_saver(saver)
+    # The modules: read where the op is lowered (AlgorithmSelectorCache.__call__, with the node
+    # being lowered current), not in the saver: on a GPU Inductor may time the choices later,
+    # while it schedules (a multi-template buffer), when no node is current any more.
+    cls = select_algorithm.AlgorithmSelectorCache
+    lowering = getattr(cls, "_sweeper_unwrapped_call", cls.__call__)
+
+    def call(self, *args, **kwargs):
+        name = args[0] if args else kwargs.get("name")
+        nodes = args[2] if len(args) > 2 else kwargs.get("input_nodes")
+        key, site = key_of(name, nodes), _lowering_site()
+        if key is not None and site is not None and site not in used.sites.setdefault(key, []):
+            used.sites[key].append(site)
+        return lowering(self, *args, **kwargs)
+
+    setattr(cls, "_sweeper_unwrapped_call", lowering)  # a second call in one process wraps the original, not ours
+    setattr(cls, "__call__", call)
     return used
