@@ -104,6 +104,11 @@
 #          folder), stopped at $DEADLINE_S if given; then `python bench/example_report.py
 #          headline --records $S/example --out $S/example-report`; results: docs/example-report
 #          (copy $S/example-report over it) and bench/results/headline/.
+#   isolation_check  bench/isolation_check.py: MODEL (resnet50) at BATCH (64), the LAYERS
+#          (layer1.0,layer2.0,layer3.0) each compiled by default and with max-autotune, and each
+#          of their convolutions alone, eager (the library call) and with max-autotune: does
+#          the regret table's benchmark-only win hold when timed again outside the model
+#          ($S/isolation_check.md, .json); results: bench/results/autotune_advice/.
 #   autotune_aa  max-autotune's run-to-run noise layer by layer: MODEL (default resnet50) in MODE
 #          (inference) at BATCH (64), autotune on and off, each twice (seed=0,1), one job at a
 #          time (the second autotune=on job seeded from the store the first filled: its
@@ -544,6 +549,14 @@ autotune_parts() {
   bundle
 }
 
+isolation_check() {
+  python3 bench/isolation_check.py --model "${MODEL:-resnet50}" --batch "${BATCH:-64}" \
+    --layers "${LAYERS:-layer1.0,layer2.0,layer3.0}" --json "$S/isolation_check.json" \
+    > "$S/isolation_check.md" 2> "$S/isolation_check.err"
+  log "isolation_check rc=$?"
+  bundle
+}
+
 example_report() {
   if nvidia-smi -L | grep -q H200; then
     store_import "${IMPORT:-tests/fixtures/h200/headline_store.tgz}"
@@ -581,7 +594,7 @@ autotune_aa() {
 machine_info
 log "start ${1:-}"
 case "${1:-}" in
-  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline|data_path|phase_results|attribution|autotune_parts|autotune_aa|example_report) "$1" ;;
-  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline|data_path|phase_results|attribution|autotune_parts|autotune_aa|example_report" >&2; exit 2 ;;
+  fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline|data_path|phase_results|attribution|autotune_parts|autotune_aa|example_report|isolation_check) "$1" ;;
+  *) echo "usage: bash bench/gpu_run.sh fidelity|microbench|scaling|launch_speed|busy|nightly|headline|headline_model|headline_sitting|headline_again|store_rerun|warm_default|builds|packing|model_code|roofline|data_path|phase_results|attribution|autotune_parts|autotune_aa|example_report|isolation_check" >&2; exit 2 ;;
 esac
 log ALLDONE

@@ -1,6 +1,6 @@
 """Repeats of one configuration (seed=0,1) as one side of a pair (sweeper/analysis/repeats.py,
 reporting/pairs.py): one verdict, one regret table and one advice a pair of settings, from the
-repeats' medians held against their spread; and the regret table's isolation-only wins from the
+repeats' medians held against their spread; and the regret table's benchmark-only wins from the
 decisions' modules (autotune_regret.alone_by_site). Read on two H100 runs of resnet50 b64
 inference, autotune on and off, each twice (tests/fixtures/h100/autotune_aa*)."""
 
@@ -94,7 +94,7 @@ def test_repeats_are_one_side_of_one_pair_on_an_h100(tmp_path):
     assert "24 of them by an earlier job's timings from the autotune store" in texts["resnet50 b64 infer fp16 autotune #1"]
 
 
-def test_the_decisions_modules_name_the_isolation_only_wins_on_an_h100(tmp_path):
+def test_the_decisions_modules_name_the_benchmark_only_wins_on_an_h100(tmp_path):
     """Both autotune=on jobs seeded; each decision names the modules its op was lowered for. Every layer
     max-autotune made slower is one where its own benchmarks had the chosen templates faster than cuDNN,
     each alone (the main loop without the epilogue it then fused)."""
@@ -104,14 +104,14 @@ def test_the_decisions_modules_name_the_isolation_only_wins_on_an_h100(tmp_path)
         in set(sites)
     table = regret_table(sweep.jobs, sweep.model_modules, sweep.decisions)
     slower = table[table["verdict"] == ar.SLOWER]
-    assert len(slower) == 7 and (slower["alone_word"] == ar.ISOLATION_ONLY).all()
+    assert len(slower) == 7 and (slower["alone_word"] == ar.BENCHMARK_ONLY).all()
     l30 = slower[slower["layer"] == "layer3.0"].iloc[0]
     assert (l30["alone_chosen_ms"], l30["alone_library_ms"]) == pytest.approx((0.100, 0.168), abs=5e-4)
     assert table[table["verdict"] == ar.FASTER]["alone_word"].isna().all()
     (f,) = regret_findings(sweep.jobs, sweep.model_modules, table)
-    assert "7 of the 7 are isolation-only wins: max-autotune's own benchmarks timed their choices 0.291 ms faster " \
+    assert "7 of the 7 won only in max-autotune's own benchmarks: it timed their choices 0.291 ms faster " \
            "than the library calls, each alone; in the model they took 0.257 ms longer" in f.text
-    assert f.figures["isolation_only_sites"] == 7
+    assert f.figures["benchmark_only_sites"] == 7
     # both on jobs seeded: compile seconds said as a seeded compile's, no payback from them
     (a,) = advice_findings(sweep.jobs)
     assert "paid back" not in a.text and "not a cold one's" in a.text
@@ -128,7 +128,7 @@ def test_a_site_of_the_decisions_and_its_word():
     assert got[("l1.0", "forward")] == pytest.approx({"chosen_ms": 0.05, "library_ms": 0.07, "ops": 2, "templates": 1})
     assert got[("l1.1", "forward")]["ops"] == 1 and got[("(model)", "forward")]["chosen_ms"] == 0.04
     slower, faster = {"verdict": ar.SLOWER}, {"verdict": ar.FASTER}
-    assert ar.alone_word(slower, got[("l1.0", "forward")]) == ar.ISOLATION_ONLY
+    assert ar.alone_word(slower, got[("l1.0", "forward")]) == ar.BENCHMARK_ONLY
     assert ar.alone_word(faster, got[("l1.0", "forward")]) is None
     assert ar.alone_word(slower, got[("(model)", "forward")]) is None  # its template lost alone too
     assert ar.alone_word(slower, None) is None
