@@ -34,8 +34,7 @@ from typing import Mapping
 from sweeper.analysis.autotune_verdict import RERUN_DEVICE_PCT, as_float
 from sweeper.analysis.categories import (LIBRARY, TRITON_PERSISTENT, TRITON_POINTWISE, TRITON_REDUCTION,
                                          TRITON_TEMPLATE)
-
-SHARE_PREFIX = "share_"  # the jobs table's category shares (% of device_ms)
+from sweeper.analysis.repeats import SHARE_PREFIX, cold, widest
 
 
 @dataclass(frozen=True)
@@ -85,12 +84,6 @@ class PartResult:
     compile_s: float | None
 
 
-def cold(row: Mapping) -> bool:
-    """Whether a job's compile started from nothing (the jobs table's compile_state): a
-    seeded or warm one skipped the tuning whose seconds a part's cost is."""
-    return str(row.get("compile_state") or "cold") == "cold"
-
-
 def parts(off: Mapping, on: Mapping, noise_pct: float = RERUN_DEVICE_PCT,
           part_noise: Mapping[str, float] | None = None) -> list[PartResult]:
     """Each part's kernels off against on, held against `noise_pct`, or the part's own
@@ -101,7 +94,7 @@ def parts(off: Mapping, on: Mapping, noise_pct: float = RERUN_DEVICE_PCT,
         a, b = part_ms(off, part), part_ms(on, part)
         if a is None or b is None or (a == 0 and b == 0):
             continue
-        noise = max(noise_pct, (part_noise or {}).get(part.name, 0.0)) / 100 * max(a, b)
+        noise = widest(noise_pct, (part_noise or {}).get(part.name)) / 100 * max(a, b)
         gain = a - b
         word = WITHIN if abs(gain) <= noise else GAINS if gain > 0 else LOSES
         out.append(PartResult(part, a, b, gain, noise, word, part_compile_s(off, on, part)))

@@ -44,7 +44,7 @@ from typing import Iterable, Mapping, Sequence
 from sweeper.analysis.autotune_verdict import RERUN_DEVICE_PCT, as_float
 from sweeper.analysis.categories import LIBRARY, TRITON_TEMPLATE
 from sweeper.analysis.module_rollup import block_of
-from sweeper.analysis.repeats import spread_pct
+from sweeper.analysis.repeats import spread_pct, widest
 
 SITE_MIN_STEP_PCT = 0.5  # a site's change must be at least this share of the step's kernel time
 CHOICES = (TRITON_TEMPLATE, LIBRARY)  # the categories an autotuned op runs as
@@ -130,7 +130,7 @@ def compare_repeats(off_runs: Sequence[Iterable[Mapping]], on_runs: Sequence[Ite
         ms_off, ms_on = (a or {}).get("ms", 0.0), (b or {}).get("ms", 0.0)
         change = ms_on - ms_off
         spreads = [s for s in (off_spread.get(key), on_spread.get(key)) if s is not None]
-        site_noise = max([noise_pct, *spreads])
+        site_noise = widest(noise_pct, *spreads)
         noise = site_noise / 100 * max(ms_off, ms_on)
         if abs(change) <= max(noise, floor):
             continue

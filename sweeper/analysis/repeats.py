@@ -42,6 +42,12 @@ def figure_spread(rows: Sequence[Mapping], figure: Callable[[Mapping], float | N
     return spread_pct(figure(r) for r in rows)
 
 
+def cold(row: Mapping) -> bool:
+    """Whether a job's compile started from nothing (the jobs table's compile_state): a
+    seeded or warm one skipped the tuning a cold one pays for."""
+    return str(row.get("compile_state") or "cold") == "cold"
+
+
 def base_label(label: object) -> str:
     """A repeat's label without the job number distinct_labels gave it ("... #3")."""
     return re.sub(r" #\d+$", "", str(label))
@@ -64,15 +70,15 @@ def merged(rows: Sequence[Mapping]) -> dict:
     out["repeat_jobs"] = [r.get("job") for r in rows]
     if len(rows) == 1:
         return out
-    cold = [r for r in rows if str(r.get("compile_state") or "cold") == "cold"]
+    colds = [r for r in rows if cold(r)]
     for column, value in rows[0].items():
         if column in _NOT_FIGURES or type(value).__name__ in ("bool", "bool_") or (as_float(value) is None and value is not None):
             continue
-        source = cold if column in COMPILE_FIGURES and cold else rows
+        source = colds if column in COMPILE_FIGURES and colds else rows
         got = _numbers(source, column)
         if got:
             out[column] = statistics.median(got)
-    if cold:
+    if colds:
         out["compile_state"] = "cold"
     device = [as_float(r.get("device_ms")) for r in rows]
     total = as_float(out.get("device_ms"))

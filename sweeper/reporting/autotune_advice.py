@@ -13,7 +13,7 @@ import pandas as pd
 from sweeper.analysis.autotune_advice import GAINS, LOSES, PARTS, Advice, Part, advise, part_ms
 from sweeper.analysis.autotune_verdict import RERUN_DEVICE_PCT, change, ms_said, twin_noise_pct
 from sweeper.analysis.categories import CATEGORIES
-from sweeper.analysis.repeats import figure_spread
+from sweeper.analysis.repeats import cold, figure_spread
 from sweeper.reporting.finding import Finding, number, ok_jobs
 from sweeper.reporting.labels import key_fields
 from sweeper.reporting.pairs import one_key_pairs
@@ -65,7 +65,7 @@ def _pareto(jobs: pd.DataFrame, off: pd.Series) -> list[str]:
     for _, r in ok_jobs(jobs).iterrows():
         fields = {k: v for k, v in key_fields(str(r["key"])).items() if k != "autotune" and not k.startswith("inductor.")}
         point = [number(r.get(c)) for c in ("compile_s", "device_ms", "peak_memory_mb")]
-        if fields == base and str(r.get("compile_state") or "cold") == "cold" and all(p is not None for p in point):
+        if fields == base and cold(r) and all(p is not None for p in point):
             rows.append((str(r["label"]), [float(p or 0.0) for p in point]))
     if len(rows) < 2:
         return []
@@ -107,7 +107,7 @@ def advice_findings(jobs: pd.DataFrame) -> list[Finding]:
         if losers:
             text += " " + "; ".join(f"With it, {_worst(off, on, r.part.categories)} (its {r.part.name}' part)"
                                     for r in losers) + "."
-        if str(on.get("compile_state") or "cold") != "cold":
+        if not cold(on):
             text += " (The autotune=on compile started from the stores: its compile seconds are not a cold one's.)"
         figures: dict = {"gain_ms": sum(r.gain_ms for r in a.turn_on), "kept_pct": a.kept_pct,
                          "settings": command, "payback_steps": a.payback_steps}

@@ -80,7 +80,7 @@ def regret_findings(jobs: pd.DataFrame, modules: pd.DataFrame, table: pd.DataFra
     for p in one_key_pairs(jobs):
         if p.key != "autotune":
             continue
-        label = str(p.twins()[0]["label"]) if p.repeated else str(p.a["label"])
+        label = str(p.twins()[0]["label"])
         if not {p.a["job"], p.b["job"]} <= has_modules:
             out.append(Finding("autotune_regret", label, f"Where max-autotune loses in {label}: cannot tell, one of "
                                "the twins has no module times (its record has no model code).", "#fig-autotune",
@@ -88,6 +88,7 @@ def regret_findings(jobs: pd.DataFrame, modules: pd.DataFrame, table: pd.DataFra
             continue
         mine = table[(table["job_off"] == p.a["job"]) & (table["job_on"] == p.b["job"])]
         slower, faster = mine[mine["verdict"] == SLOWER], mine[mine["verdict"] == FASTER]
+        only = slower[slower["alone_word"] == BENCHMARK_ONLY]
         lost, won = float(slower["change_ms"].sum()), -float(faster["change_ms"].sum())
         if slower.empty:
             text = f"Where max-autotune loses in {label}: no layer is slower with it beyond noise"
@@ -96,7 +97,6 @@ def regret_findings(jobs: pd.DataFrame, modules: pd.DataFrame, table: pd.DataFra
                               f"({r['off_ran']} -> {r['on_ran']}{_alone_said(r)})" for _, r in slower.head(NAMED).iterrows())
             text = (f"Where max-autotune loses in {label}: {len(slower)} layer{'s' if len(slower) != 1 else ''} "
                     f"take{'s' if len(slower) == 1 else ''} {lost:.3f} ms a step longer with it: {named}")
-            only = slower[slower["alone_word"] == BENCHMARK_ONLY] if "alone_word" in slower else slower.iloc[0:0]
             if len(only):
                 text += (f". {len(only)} of the {len(slower)} won only in max-autotune's own benchmarks: it timed "
                          f"their choices {float((only['alone_library_ms'] - only['alone_chosen_ms']).sum()):.3f} ms "
@@ -105,16 +105,16 @@ def regret_findings(jobs: pd.DataFrame, modules: pd.DataFrame, table: pd.DataFra
         text += (f"; {len(faster)} layer{'s' if len(faster) != 1 else ''} gain{'s' if len(faster) == 1 else ''} "
                  f"{won:.3f} ms." if len(faster)
                  else "; no layer is faster with it beyond noise.")
-        benchmark_only = int((slower["alone_word"] == BENCHMARK_ONLY).sum()) if "alone_word" in slower else 0
         out.append(Finding("autotune_regret", label, text, "#fig-autotune",
                            {"lost_ms": lost, "won_ms": won, "slower_sites": len(slower), "faster_sites": len(faster),
-                            "benchmark_only_sites": benchmark_only}))
+                            "benchmark_only_sites": len(only)}))
     return out
 
 
 def _alone_said(r) -> str:
-    """"; alone 0.031 against the library's 0.052 ms" where the site's decisions are known."""
-    chosen, library = r.get("alone_chosen_ms"), r.get("alone_library_ms")
-    if chosen is None or library is None or chosen != chosen or library != library:
+    """"; timed alone by max-autotune 0.031 against the library's 0.052 ms" where the site's
+    decisions are known."""
+    chosen, library = number(r.get("alone_chosen_ms")), number(r.get("alone_library_ms"))
+    if chosen is None or library is None:
         return ""
     return f"; timed alone by max-autotune {chosen:.3f} against the library's {library:.3f} ms"

@@ -238,7 +238,7 @@ def fold_twins(found: list[Finding], jobs: pd.DataFrame) -> list[Finding]:
     saying the twin's figure, rather than said twice."""
     # repeats (seeds) of the two configurations folded in order: the first with the first
     twin_of = {rb["label"]: ra["label"] for p in one_key_pairs(jobs) if p.key == "cudagraphs"
-               for ra, rb in zip(p.a_all or (p.a,), p.b_all or (p.b,))}
+               for ra, rb in zip(p.a_rows, p.b_rows)}
     by = {(f.rule, f.scope): f for f in found}
     out = []
     for f in found:

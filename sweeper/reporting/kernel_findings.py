@@ -11,6 +11,7 @@ import pandas as pd
 from sweeper.analysis.categories import (CATEGORIES, LIBRARY, TRITON_PERSISTENT, TRITON_POINTWISE, TRITON_REDUCTION,
                                          TRITON_TEMPLATE)
 from sweeper.analysis.autotune_verdict import FASTER, SLOWER, sentence, twin_verdict
+from sweeper.analysis.repeats import cold
 from sweeper.reporting.finding import Finding, by_job, ms_text, number, ok_jobs, on_gpu, rows_of, short_name
 from sweeper.reporting.pairs import one_key_pairs
 
@@ -132,10 +133,10 @@ def autotune(jobs: pd.DataFrame, kernels: pd.DataFrame) -> list[Finding]:
                    "step_off_ms": v.step.off if v.step else None, "step_on_ms": v.step.on if v.step else None,
                    "template_share_pct": template, **v.figures}
         c_off, c_on = number(off.get("compile_s")), number(on.get("compile_s"))
-        cold = str(on.get("compile_state") or "cold") == "cold" and str(off.get("compile_state") or "cold") == "cold"
+        both_cold = cold(on) and cold(off)
         saved = v.saved_ms
         of_what = "a step" if v.step is not None and v.step_word in (FASTER, SLOWER) else "of kernel time a step"
-        if c_off is not None and c_on is not None and cold:
+        if c_off is not None and c_on is not None and both_cold:
             extra = c_on - c_off
             if saved is not None and saved > 0 and extra > 0:
                 text += (f" Its compile took {extra:.0f} s longer: {extra / saved:.0f} s for each millisecond saved "
@@ -145,7 +146,7 @@ def autotune(jobs: pd.DataFrame, kernels: pd.DataFrame) -> list[Finding]:
                 text += f" It made the job slower, so its {max(extra, 0):.0f} s of extra compile never pays back."
             elif extra > 0:
                 text += f" Its compile took {extra:.0f} s longer for no change that can be told from noise."
-        elif c_on is not None and not cold:
+        elif c_on is not None and not both_cold:
             text += " (Its compile started from the stores, so its seconds are not a cold compile's.)"
         out.append(Finding("autotune", off["label"], text, "#fig-autotune", figures))
     return out

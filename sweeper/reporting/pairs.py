@@ -33,22 +33,31 @@ class Pair:
     b_all: tuple = ()
 
     @property
+    def a_rows(self) -> tuple:
+        """a's configuration's repeats, a first (a alone where none were given)."""
+        return self.a_all or (self.a,)
+
+    @property
+    def b_rows(self) -> tuple:
+        return self.b_all or (self.b,)
+
+    @property
     def a_jobs(self) -> list[int]:
-        return [int(r["job"]) for r in (self.a_all or (self.a,))]
+        return [int(r["job"]) for r in self.a_rows]
 
     @property
     def b_jobs(self) -> list[int]:
-        return [int(r["job"]) for r in (self.b_all or (self.b,))]
+        return [int(r["job"]) for r in self.b_rows]
 
     @property
     def repeated(self) -> bool:
-        return len(self.a_all) > 1 or len(self.b_all) > 1
+        return len(self.a_rows) > 1 or len(self.b_rows) > 1
 
     def twins(self) -> tuple[pd.Series, pd.Series]:
         """Both sides as one row each: the repeats' medians and spreads (repeats.merged);
         a side of one job as it is."""
-        return (pd.Series(merged([r.to_dict() for r in (self.a_all or (self.a,))])),
-                pd.Series(merged([r.to_dict() for r in (self.b_all or (self.b,))])))
+        return (pd.Series(merged([r.to_dict() for r in self.a_rows])),
+                pd.Series(merged([r.to_dict() for r in self.b_rows])))
 
     def name(self, row: pd.Series) -> str:
         """The job's label with the differing key first: "cudagraphs=on · densenet121 b16 ..."."""
