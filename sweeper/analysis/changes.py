@@ -43,6 +43,7 @@ The noise of a series is its own: the median absolute difference of successive n
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -69,9 +70,11 @@ _NUMBER = re.compile(r"_\d+$")
 _CPP_GRAPH = re.compile(r"^graph_\d+_")
 
 
+@functools.lru_cache(maxsize=None)
 def family_of(kernel: str) -> str:
     """A kernel's family across jobs: a generated kernel's name without Inductor's number
-    (and a C++ kernel's graph prefix); a library kernel's own name."""
+    (and a C++ kernel's graph prefix); a library kernel's own name. Cached: a history of
+    1,000 jobs asks it millions of times of a few thousand names."""
     name = _CPP_GRAPH.sub("", str(kernel))
     if name.startswith(("triton_", "cpp_fused", "cpp_kernel")):
         return _NUMBER.sub("", name)
@@ -93,6 +96,7 @@ class Change:
     evidence: str
     q_value: float = float("nan")
     modules: tuple[str, ...] = ()
+    moved_share: float = float("nan")  # a pooled change: the share of its jobs it moved, by the mixture estimate
 
     @property
     def direction(self) -> str:
@@ -404,11 +408,12 @@ def decide(candidates: Sequence[Candidate], q: float = FDR_Q) -> list[Change]:
         size = math.expm1(c.size)
         if qv > q or abs(size) < FLOOR.get(c.level, 0.0):
             continue
+        share = float("nan")
         if "shifts" in c.extra:  # a family's interval: the jobs resampled, for those that stand only
-            c.size, c.ci, _ = mixture_shift(*c.extra["shifts"])
+            c.size, c.ci, share = mixture_shift(*c.extra["shifts"])
             size = math.expm1(c.size)
         out.append(Change(c.level, c.name, c.night, 100 * size, (100 * math.expm1(c.ci[0]), 100 * math.expm1(c.ci[1])),
-                          c.p, c.jobs, c.running, c.evidence, q_value=float(qv)))
+                          c.p, c.jobs, c.running, c.evidence, q_value=float(qv), moved_share=share))
     return out
 
 
@@ -427,6 +432,7 @@ class History:
     accuracy: dict[str, list[str | None]] = field(default_factory=dict)  # job key -> passed/failed a night
     versions: list[dict[str, str]] = field(default_factory=list)  # a night's versions (torch, triton, ...)
     modules: dict[str, tuple[str, ...]] = field(default_factory=dict)  # family -> model modules it computes
+    family_category: dict[str, str] = field(default_factory=dict)  # family -> its kernels' category
 
 
 def find_changes(history: History, penalty: float = PENALTY, q: float = FDR_Q) -> list[Change]:
@@ -489,6 +495,8 @@ def build_history(nights: Sequence[tuple[str, Any, Any]], modules_of: Mapping[st
     history = History(names, sorted(labels), labels, versions=versions)
     fams = pd.concat(fam_rows, ignore_index=True) if fam_rows else pd.DataFrame(columns=["night", "key", "family",
                                                                                          "category", "ms"])
+    if len(fams):
+        history.family_category = dict(zip(fams["family"], fams["category"].astype(str)))
     for level, col in (("category", "category"), ("family", "family")):
         summed = fams.groupby([col, "key", "night"], sort=False)["ms"].sum()
         for name, part in summed.groupby(level=0, sort=False):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from sweeper.analysis import causes as ca
 from sweeper.analysis import changes as ch
 from sweeper.analysis.categories import category_label
 from sweeper.reporting import sweeps as sw
@@ -30,6 +31,11 @@ class Changes:
     changes: list[ch.Change]
     notes: list[str] = field(default_factory=list)
     false_rate: str = ""
+
+    @property
+    def causes(self) -> list[ca.Cause]:
+        """The changes grouped into their causes (sweeper/analysis/causes.py)."""
+        return ca.group(self.changes)
 
 
 HISTORY_NIGHTS = 30  # nights the report's change points read
@@ -130,34 +136,129 @@ def change_line(c: ch.Change, got: Changes) -> str:
                 f"{c.ci_pct[1]:+.1f}%) from {night} (the last night before it: {before})")
     if c.level in ("category", "family"):
         jobs = [labels.get(j, j) for j in c.jobs]
-        text += f"; {count(len(jobs), 'job')} of the {c.jobs_running} that run it: " + ", ".join(jobs[:6]) + \
+        est = ca.moved_estimate(c)
+        text += (f"; of the {c.jobs_running} jobs that run it about {est:.0f} moved (mixture estimate), "
+                 if est == est else f"; of the {c.jobs_running} jobs that run it ")
+        text += f"{len(jobs)} significant alone: " + ", ".join(jobs[:6]) + \
             (f" and {len(jobs) - 6} more" if len(jobs) > 6 else "")
         if c.modules:
             text += f"; modules: {', '.join(c.modules[:3])}"
-    versions = ch.versions_between(got.history, c.night)
-    text += ("; versions that changed: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in versions.items())
-             if versions else "; no version changed between the two nights")
+    versions = versions_near(got.history, c.night, c.night)
+    text += ("; versions that changed: " + ", ".join(versions) if versions
+             else "; no version changed within a night of it")
     if c.level != "accuracy":
         text += f"; evidence: {c.evidence}; q={c.q_value:.2g}"
     return text
 
 
+SUB_LISTED = 8  # changes listed under a cause
+
+
+def _kernels_kind(k: ca.Cause, h: ch.History) -> str:
+    cats: list[str] = []
+    for c in k.changes:
+        cat = c.name if c.level == "category" else h.family_category.get(c.name) if c.level == "family" else None
+        if cat is not None:
+            label = category_label(cat, "device").split(" (")[0]
+            if label not in cats:
+                cats.append(label)
+    if not cats:
+        return "kernel time"
+    return f"{cats[0]} kernels" if len(cats) == 1 else f"kernels of {len(cats)} categories ({', '.join(cats[:3])})"
+
+
+_JOB_WHAT = {"kernels": "kernel time", "step": "step time", "compile": "compile time", "memory": "peak memory"}
+
+
+def versions_near(h: ch.History, first: int, last: int) -> list[str]:
+    """The versions that changed between consecutive nights from the night before `first`
+    (less one more: a located night can be one late) to the night after `last`, each with the
+    night it first shows."""
+    out = []
+    for t in range(max(1, first - 1), min(len(h.versions) - 1, last + 1) + 1):
+        for name, (a, b) in ch.versions_between(h, t).items():
+            out.append(f"{name} {a} -> {b} ({'at' if first <= t <= last else 'near'} night {t + 1})")
+    return out
+
+
+def cause_line(k: ca.Cause, got: Changes) -> str:
+    """A cause in one line (at most about 200 characters): the night, what moved, how much,
+    how many families and jobs, the evidence."""
+    h, lead = got.history, k.lead
+    night = got.nights[k.night] if k.night < len(got.nights) else str(k.night)
+    if lead.level == "accuracy":
+        return f"{night}: the check against eager fails in {count(len(k.jobs), 'job')} from this night"
+    fams = k.of("family")
+    if lead.level in ca.POOLED:
+        what = _kernels_kind(k, h)
+        est = ca.moved_estimate(lead)
+        moved = (f"about {est:.0f} of {lead.jobs_running} jobs moved (mixture), {len(lead.jobs)} significant alone"
+                 if est == est else f"{len(lead.jobs)} of {lead.jobs_running} jobs moved")
+        size = f"{lead.direction} by {abs(lead.size_pct):.1f}% (95% CI {lead.ci_pct[0]:+.1f} to {lead.ci_pct[1]:+.1f}%)"
+    else:
+        what = _JOB_WHAT.get(lead.level, lead.level)
+        same = [c for c in k.changes if c.level == lead.level]
+        sizes = sorted(abs(c.size_pct) for c in same)
+        size = (f"{lead.direction} by {sizes[0]:.1f}%" if len(sizes) == 1 else
+                f"{lead.direction} by {sizes[0]:.1f} to {sizes[-1]:.1f}% (median {sizes[len(sizes) // 2]:.1f}%)")
+        moved = f"in {count(len(same), 'job')}"
+    parts = [f"{night}: {what} {size}", moved]
+    if fams:
+        parts.append(count(len(fams), "family", "families"))
+    if len(k.jobs) > len(lead.jobs if lead.level in ca.POOLED else (lead.name,)):
+        parts.append(f"{count(len(k.jobs), 'job')} in all")
+    parts.append(f"q={lead.q_value:.1g}")
+    return "; ".join(parts)
+
+
+def member_line(c: ch.Change, got: Changes) -> str:
+    """One change under its cause: what, how much, its jobs, its q-value (the night, the
+    versions and the evidence are the cause's line's, and changes.csv's)."""
+    labels = got.history.labels
+    if c.level == "accuracy":
+        return f"{_name(c, labels)} fails (passed the night before)"
+    night = got.nights[c.night] if c.night < len(got.nights) else str(c.night)
+    text = (f"{_name(c, labels)}: {c.direction} by {abs(c.size_pct):.1f}% (95% CI {c.ci_pct[0]:+.1f} to "
+            f"{c.ci_pct[1]:+.1f}%)")
+    text += f" from {night}"
+    if c.level in ca.POOLED:
+        est = ca.moved_estimate(c)
+        text += (f"; about {est:.0f} of {c.jobs_running} jobs moved, " if est == est
+                 else f"; of {c.jobs_running} jobs, ") + f"{len(c.jobs)} significant alone"
+        if c.modules:
+            text += f"; modules: {', '.join(c.modules[:3])}"
+    return text + f"; q={c.q_value:.1g}"
+
+
+def cause_details(k: ca.Cause, got: Changes) -> list[str]:
+    """Under a cause's line: the versions that changed near it, then its changes one a line
+    (the lead first)."""
+    versions = versions_near(got.history, k.night, k.last_night)
+    out = ["versions that changed: " + ", ".join(versions) if versions else
+           "no version changed within a night of it"]
+    out += [f"- {member_line(c, got)}" for c in k.changes[:SUB_LISTED]]
+    if len(k.changes) > SUB_LISTED:
+        out.append(f"- ... and {len(k.changes) - SUB_LISTED} more of this cause (--out writes them all)")
+    return out
+
+
 def changes_text(got: Changes, top: int = 20) -> str:
-    """The changes first, then what was read."""
+    """The causes first, each one line with the changes that make it up under it, then what
+    was read."""
     lines = [f"# change points over {count(len(got.nights), 'night')} under "
              f"{got.sweeps[0].parent if got.sweeps else '?'}"
              + (f" ({got.nights[0]} to {got.nights[-1]})" if got.nights else "")]
     if len(got.nights) < MIN_NIGHTS:
         lines.append(f"too few complete nights to tell a change point ({len(got.nights)}; at least {MIN_NIGHTS})")
         return "\n".join(lines)
-    family = [c for c in got.changes if c.level in ("category", "family")]
-    jobs = [c for c in got.changes if c.level not in ("category", "family")]
-    lines.append(f"{count(len(got.changes), 'change')}: {len(family)} of kernel families pooled over the jobs that "
-                 f"run them, {len(jobs)} of single jobs; {got.false_rate}")
-    for c in got.changes[:top]:
-        lines.append(f"- {change_line(c, got)}")
-    if len(got.changes) > top:
-        lines.append(f"- ... and {len(got.changes) - top} more")
+    causes = got.causes
+    lines.append(f"{count(len(causes), 'change')} ({count(len(got.changes), 'series', 'series')} moved, "
+                 f"grouped by night and jobs); {got.false_rate}")
+    for k in causes[:top]:
+        lines.append(f"- {cause_line(k, got)}")
+        lines += [f"  {sub}" for sub in cause_details(k, got)]
+    if len(causes) > top:
+        lines.append(f"- ... and {len(causes) - top} more")
     h = got.history
     lines.append("")
     lines.append(f"Read: {count(len(h.jobs), 'job')}, "
@@ -173,14 +274,14 @@ def changes_text(got: Changes, top: int = 20) -> str:
 def changes_frame(got: Changes) -> pd.DataFrame:
     """The changes as a table (for --out and the report)."""
     rows = []
+    cause_of = {id(c): i for i, k in enumerate(got.causes, 1) for c in k.changes}
     for c in got.changes:
-        rows.append({"level": c.level, "name": c.name, "night": got.nights[c.night], "direction": c.direction,
+        rows.append({"cause": cause_of.get(id(c)), "level": c.level, "name": c.name, "night": got.nights[c.night], "direction": c.direction,
                      "size_pct": c.size_pct, "ci_low_pct": c.ci_pct[0], "ci_high_pct": c.ci_pct[1],
                      "jobs": "; ".join(got.history.labels.get(j, j) for j in c.jobs), "jobs_running": c.jobs_running,
                      "p_value": c.p_value, "q_value": c.q_value, "evidence": c.evidence,
-                     "versions": "; ".join(f"{k} {a} -> {b}" for k, (a, b) in
-                                           ch.versions_between(got.history, c.night).items())})
-    return pd.DataFrame(rows, columns=["level", "name", "night", "direction", "size_pct", "ci_low_pct", "ci_high_pct",
+                     "versions": "; ".join(versions_near(got.history, c.night, c.night))})
+    return pd.DataFrame(rows, columns=["cause", "level", "name", "night", "direction", "size_pct", "ci_low_pct", "ci_high_pct",
                                        "jobs", "jobs_running", "p_value", "q_value", "evidence", "versions"])
 
 

@@ -50,21 +50,27 @@ CHANGED_LISTED = 10  # flagged jobs listed on the first screen; the rest in the 
 
 def history_section(got) -> list[str]:
     """The nightly's first screen, first: the change points over the history that ends
-    with this sweep (changes_text.Changes), as `history changes` says them."""
+    with this sweep (changes_text.Changes), one line a cause with the changes that make it up
+    folded under it, as `history changes` says them."""
     from sweeper.analysis.changes import WINDOW
-    from sweeper.reporting.changes_text import change_line
+    from sweeper.reporting.changes_text import cause_details, cause_line
 
     last = got.nights[-1] if got.nights else "?"
-    recent = [c for c in got.changes if c.night >= len(got.nights) - WINDOW]
+    causes = got.causes
+    recent = [k for k in causes if k.night >= len(got.nights) - WINDOW]
     out = [f"<h2 id='history-changes'>What changed over the last {count(len(got.nights), 'night')}</h2>",
-           f"<p>{count(len(got.changes), 'change point')} over the nightly history up to this sweep ({esc(last)}), "
-           f"{len(recent)} starting in the last {WINDOW} nights; {esc(got.false_rate)}. The same as "
-           f"<code>python -m sweeper.history changes {esc(got.sweeps[-1].parent if got.sweeps else '')}</code>.</p>"]
-    if got.changes:
+           f"<p>{count(len(causes), 'change')} ({count(len(got.changes), 'series', 'series')} moved) over the "
+           f"nightly history up to this sweep ({esc(last)}), {len(recent)} starting in the last {WINDOW} nights; "
+           f"{esc(got.false_rate)}. The same as <code>python -m sweeper.history changes "
+           f"{esc(got.sweeps[-1].parent if got.sweeps else '')}</code>.</p>"]
+    if causes:
         out.append("<ul>")
-        out += [f"<li>{esc(change_line(c, got))}</li>" for c in got.changes[:CHANGED_LISTED]]
-        if len(got.changes) > CHANGED_LISTED:
-            out.append(f"<li>and {len(got.changes) - CHANGED_LISTED} more: <code>history changes</code></li>")
+        for k in causes[:CHANGED_LISTED]:
+            details = "".join(f"<li>{esc(d.removeprefix('- '))}</li>" for d in cause_details(k, got))
+            out.append(f"<li>{esc(cause_line(k, got))}<details><summary>what makes it up</summary><ul>{details}"
+                       "</ul></details></li>")
+        if len(causes) > CHANGED_LISTED:
+            out.append(f"<li>and {len(causes) - CHANGED_LISTED} more: <code>history changes</code></li>")
         out.append("</ul>")
     return out
 

@@ -11,6 +11,7 @@ from sweeper.analysis.regression import wall_ms
 from sweeper.reporting import sweeps as sw
 from sweeper.reporting.load import AggregateError
 from sweeper.reporting.tables import distinct_labels
+from sweeper.words import count
 
 
 def date_limits(times: list) -> tuple | None:
@@ -139,12 +140,14 @@ def change_marks(ax, sweeps: list[Path], data: pd.DataFrame) -> list[str]:
     started = data.drop_duplicates("sweep").set_index("sweep")["started"]
     labels = got.history.labels
     words = []
-    for i, c in enumerate(got.changes[:MARKED], 1):
+    for i, k in enumerate(got.causes[:MARKED], 1):  # one mark a cause (sweeper/analysis/causes.py)
+        c = k.lead
         when = started.get(got.nights[c.night]) if c.night < len(got.nights) else None
         if when is None or pd.isna(when):
             continue
         what = (c.name if c.level in ("category", "family") else f"{labels.get(c.name, c.name)} {c.level}")
         size = "fails" if c.level == "accuracy" else f"{c.size_pct:+.1f}%"
+        size += f" with {count(len(k.changes) - 1, 'more series', 'more series')}" if len(k.changes) > 1 else ""
         text = f"change {i}: {what} {size} from {got.nights[c.night]}"
         ax.axvline(when, color="tab:red", linestyle=":", linewidth=1.2, label=text)
         ax.annotate(str(i), (when, 1.0), xycoords=("data", "axes fraction"), color="tab:red", fontsize=8,
