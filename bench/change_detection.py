@@ -33,6 +33,7 @@ the series) at its night, a night early or two late; "exact" counts those at its
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gzip
 import json
 import math
@@ -63,6 +64,7 @@ class Model:
     step_ms: float
     step_sd: float
     busy: bool  # its GPU at least changes.STEP_BUSY_PCT busy: its step time is judged
+    kernels: list = field(default_factory=list)  # the record's step kernels as they are: (name, category, ms)
 
 
 # Single records of more models (training ones, whose kernels include many reductions),
@@ -86,12 +88,14 @@ def real_models(rng: np.random.Generator | None = None) -> list[Model]:
     cats: dict[str, str] = {}
     steps: dict[str, list[float]] = defaultdict(list)
     busy: dict[str, float] = {}
+    raw: dict[str, list] = {}
     for night in ("night1", "night2", "night3"):
         for f in sorted((NIGHTS_DIR / night).glob("*.result.json.gz")):
             rec = json.loads(gzip.decompress(f.read_bytes()))
             model = rec["config"]["model"]
             steps[model].append((rec["timings"].get("steady_loop") or {}).get("step_ms") or 0)
             busy[model] = rec["step"].get("busy_pct") or 0
+            raw.setdefault(model, [(k["name"], k["category"], k["device_ms"]) for k in rec["step"]["kernels"]])
             fams, c = _families(rec)
             cats.update(c)
             for fam, ms in fams.items():
@@ -107,14 +111,15 @@ def real_models(rng: np.random.Generator | None = None) -> list[Model]:
         s = [math.log(v) for v in steps[model] if v]
         step_sds.append(max(float(np.std(s)), 0.005))
         out.append(Model(f"{model} infer", fam_info, float(np.median(steps[model])), step_sds[-1],
-                         busy[model] >= ch.STEP_BUSY_PCT))
+                         busy[model] >= ch.STEP_BUSY_PCT, raw[model]))
     for name in OTHER_RECORDS:
         rec = json.loads(gzip.decompress((NIGHTS_DIR.parent / f"{name}.result.json.gz").read_bytes()))
         fams, c = _families(rec)
         fam_info = {fam: (c[fam], ms, float(rng.choice(sds))) for fam, ms in fams.items() if ms > 0}
         step = (rec["timings"].get("steady_loop") or {}).get("step_ms") or rec["timings"]["compiled_step_ms"]["median"]
         out.append(Model(f"{rec['config']['model']} {rec['config']['mode'][:5]}", fam_info, float(step),
-                         float(rng.uniform(0.01, 0.03)), (rec["step"].get("busy_pct") or 0) >= ch.STEP_BUSY_PCT))
+                         float(rng.uniform(0.01, 0.03)), (rec["step"].get("busy_pct") or 0) >= ch.STEP_BUSY_PCT,
+                         [(k["name"], k["category"], k["device_ms"]) for k in rec["step"]["kernels"]]))
     return out
 
 
@@ -145,8 +150,29 @@ class Synthetic:
     busy: dict[str, bool] = field(default_factory=dict)
 
 
+@dataclass
+class RealNoise:
+    """The noise real nights have beyond the committed nights' jitter (the issue on the
+    detector under real noise; docs/findings.md): each (job, family) jitters JITTER a night;
+    a night in NEIGHBOUR_EVERY is a neighbour's, every job's memory-bound kernels about
+    NEIGHBOUR slower (library kernels LIBRARY_PART of that, the step as much); a share
+    TWO_CONFIG of the Triton families of a job has two configs GAP apart, the slower picked
+    on a night with SLOW_P."""
+
+    jitter: tuple[float, float] = (0.01, 0.03)
+    neighbour_every: int = 10
+    neighbour: tuple[float, float] = (0.08, 0.01)  # log shift: mean, sd
+    library_part: float = 0.6
+    two_config: float = 0.03
+    gap: tuple[float, float] = (0.17, 0.37)
+    slow_p: float = 0.3
+
+
+TRITON_CATEGORIES = ("triton_pointwise", "triton_reduction", "triton_persistent_reduction")
+
+
 def synthetic(models: list[Model], n_jobs: int, nights: int, rng: np.random.Generator,
-              injections: list[str]) -> Synthetic:
+              injections: list[str], real: RealNoise | None = None) -> Synthetic:
     jobs = [f"job{j:04d}" for j in range(n_jobs)]
     model_of = {j: models[i % len(models)] for i, j in enumerate(jobs)}
     scale = {j: float(rng.choice([0.25, 0.5, 1.0, 2.0])) for j in jobs}  # batch sizes
@@ -155,9 +181,13 @@ def synthetic(models: list[Model], n_jobs: int, nights: int, rng: np.random.Gene
     fam_values: dict[tuple[str, str], np.ndarray] = {}
     for j in jobs:
         m = model_of[j]
-        for fam, (_, ms, sd) in m.families.items():
+        for fam, (cat, ms, sd) in m.families.items():
             sd_j = min(0.08, sd * float(rng.lognormal(0, 0.4)))
+            if real is not None:
+                sd_j = max(sd_j, float(rng.uniform(*real.jitter)))
             x = ms * scale[j] * np.exp(rng.normal(0, sd_j, nights))
+            if real is not None and cat in TRITON_CATEGORIES and rng.random() < real.two_config:
+                x[rng.random(nights) < real.slow_p] *= 1 + float(rng.uniform(*real.gap))
             pre = rng.random(nights) < 0.005  # a preempted night of a family
             x[pre] *= rng.uniform(1.2, 2.0, pre.sum())
             fam_values[(j, fam)] = x
@@ -165,6 +195,14 @@ def synthetic(models: list[Model], n_jobs: int, nights: int, rng: np.random.Gene
     compile_s = {j: 60 * np.exp(rng.normal(0, 0.05, nights)) for j in jobs}
     memory = {j: 1000 * scale[j] * np.exp(rng.normal(0, 0.005, nights)) for j in jobs}
     accuracy = {j: ["passed"] * nights for j in jobs}
+    if real is not None:  # the neighbour's nights: every job at once
+        for t in np.flatnonzero(rng.random(nights) < 1 / real.neighbour_every):
+            shift = float(rng.normal(*real.neighbour))
+            for (j, fam), x in fam_values.items():
+                part = 1.0 if model_of[j].families[fam][0] in TRITON_CATEGORIES else real.library_part
+                x[t] *= math.exp(shift * part * float(rng.normal(1, 0.1)))
+            for j in jobs:
+                steps[j][t] *= math.exp(shift * float(rng.normal(1, 0.1)))
     injected: list[Injection] = []
     for kind in injections:
         t = int(rng.integers(6, nights - ch.PERSIST))
@@ -210,6 +248,7 @@ def synthetic(models: list[Model], n_jobs: int, nights: int, rng: np.random.Gene
                 accuracy[j][t:] = ["failed"] * (nights - t)
             injected.append(Injection(kind, t, size, None, (j,)))
     h = ch.History([f"n{t:02d}" for t in range(nights)], jobs, {j: f"{model_of[j].name} {j}" for j in jobs})
+    h.family_category = {fam: c for m in models for fam, (c, _, _) in m.families.items()}
     by_fam: dict[str, list[str]] = defaultdict(list)
     for (j, fam) in fam_values:
         by_fam[fam].append(j)
@@ -294,13 +333,20 @@ def asv_steps(s: Synthetic) -> list[tuple[str, tuple[str, ...], int]]:
     return out
 
 
-def new(s: Synthetic) -> list[tuple[str, tuple[str, ...], int]]:
+def new(s: Synthetic) -> list[list[tuple[str, tuple[str, ...], int]]]:
+    """`history changes`' analysis: one group a cause (sweeper/analysis/causes.py), its
+    changes the group's detections."""
+    from sweeper.analysis.causes import group
+
     out = []
-    for c in ch.find_changes(s.history):
-        if c.level in ("family", "category"):
-            out.append((f"{c.level}:{c.name}", c.jobs, c.night))
-        else:
-            out.append((c.level, (c.name,), c.night))
+    for cause in group(ch.find_changes(s.history)):
+        dets = []
+        for c in cause.changes:
+            if c.level in ("family", "category"):
+                dets.append((f"{c.level}:{c.name}", c.jobs, c.night))
+            else:
+                dets.append((c.level, (c.name,), c.night))
+        out.append(dets)
     return out
 
 
@@ -313,9 +359,10 @@ class Score:
     exact: int = 0
     injected: int = 0
     false: int = 0
-    detections: int = 0
+    detections: int = 0  # causes said (a baseline's: each detection its own)
     by_kind: dict = field(default_factory=lambda: defaultdict(lambda: [0, 0]))  # kind -> [found, injected]
     clear: list = field(default_factory=lambda: [0, 0])  # [found, injected] of the changes twice their noise
+    named: list = field(default_factory=lambda: [0, 0, 0])  # family changes found: [right jobs named, moved, named]
 
 
 def _matches(det, inj: Injection, categories: dict[str, str]) -> bool:
@@ -329,11 +376,22 @@ def _matches(det, inj: Injection, categories: dict[str, str]) -> bool:
     return series == inj.kind and bool(set(jobs) & set(inj.jobs))
 
 
+def _grouped(dets) -> list[list]:
+    """A method's detections as groups: `new`'s causes as they are; a baseline's one
+    detection a group, each distinct (series, jobs, night) once."""
+    if dets and isinstance(dets[0], list):
+        return dets
+    events = {}
+    for d in dets:
+        events.setdefault((d[0], d[1] if not d[0].startswith(("family:", "category:")) else (), d[2]), d)
+    return [[d] for d in events.values()]
+
+
 def score(dets, s: Synthetic, categories: dict[str, str], sc: Score) -> None:
+    groups = _grouped(dets)
     sc.injected += len(s.injections)
-    matched = set()
     for inj in s.injections:
-        hits = [d for d in dets if _matches(d, inj, categories)]
+        hits = [d for g in groups for d in g if _matches(d, inj, categories)]
         sc.by_kind[inj.kind][1] += 1
         sc.clear[1] += inj.clear
         if hits:
@@ -341,14 +399,14 @@ def score(dets, s: Synthetic, categories: dict[str, str], sc: Score) -> None:
             sc.found += 1
             sc.by_kind[inj.kind][0] += 1
             sc.exact += any(h[2] == inj.night for h in hits)
-            matched.update(map(id, hits))
-    # detections: one per distinct (series, night) event; those matching nothing are false
-    events = {}
-    for d in dets:
-        events.setdefault((d[0], d[1] if not d[0].startswith(("family:", "category:")) else (), d[2]), d)
-    sc.detections += len(events)
-    sc.false += sum(1 for d in events.values() if id(d) not in matched and not any(
-        _matches(d, inj, categories) for inj in s.injections))
+            if inj.kind == "family":  # the jobs it names: the family's own lines where there are some
+                own = [h for h in hits if h[0] == f"family:{inj.family}"] or hits
+                named = set().union(*[set(h[1]) for h in own])
+                sc.named[0] += len(named & set(inj.jobs))
+                sc.named[1] += len(inj.jobs)
+                sc.named[2] += len(named)
+    sc.detections += len(groups)
+    sc.false += sum(1 for g in groups if not any(_matches(d, inj, categories) for d in g for inj in s.injections))
 
 
 def f1(sc: Score) -> tuple[float, float, float]:
@@ -361,11 +419,11 @@ def f1(sc: Score) -> tuple[float, float, float]:
 METHODS = {"new": new, "pairwise": pairwise, "HUD": hud, "asv": asv_steps}
 
 
-def run_scenario(models, n, nights, jobs, rng, injections) -> dict[str, Score]:
+def run_scenario(models, n, nights, jobs, rng, injections, real: RealNoise | None = None) -> dict[str, Score]:
     cats = {fam: c for m in models for fam, (c, _, _) in m.families.items()}
     scores = {name: Score() for name in METHODS}
     for _ in range(n):
-        s = synthetic(models, jobs, nights, rng, injections)
+        s = synthetic(models, jobs, nights, rng, injections, real)
         for name, fn in METHODS.items():
             score(fn(s), s, cats, scores[name])
     return scores
@@ -374,17 +432,28 @@ def run_scenario(models, n, nights, jobs, rng, injections) -> dict[str, Score]:
 # --- the tables' timing, and the 40-job case ------------------------------------------------
 
 
+MODULE_ROWS = 208  # module-scope kernel rows a job, as real records give (the issue on what changes says)
+
+
 def write_tables(root: Path, models: list[Model], n_jobs: int, nights: int, rng: np.random.Generator,
-                 slower_category: tuple[str, float, int, int] | None = None) -> list[Path]:
+                 slower_category: tuple[str, float, int, int] | None = None,
+                 slow_night: tuple[int, float] | None = None, two_config: float = 0.0,
+                 real_shaped: bool = False) -> list[Path]:
     """`nights` sweep folders of `n_jobs` jobs' tables as the aggregate writes them (jobs and
     kernels, with the records they name), from the real models' kernels; `slower_category`:
-    (category, factor, from night, jobs) made slower."""
+    (category, factor, from night, jobs) made slower; `slow_night`: (night, factor) every
+    job's kernels and step slower that night, the GPU's SM clock 10% lower (a neighbour);
+    `two_config`: every fourth job's costliest Triton reduction family runs that much slower
+    on a random third of the nights (Triton picking its other config); `real_shaped`: each
+    job's kernel rows as its record has them (every kernel, Inductor's numbers kept, about 270
+    a training job) and MODULE_ROWS rows of module scope beside them, as real tables have."""
     import pandas as pd
 
     from sweeper.reporting import tables
     from sweeper.reporting.sweep_tables import records_manifest, write_table
 
-    kernels_of = {m.name: [(fam, cat, ms) for fam, (cat, ms, _) in m.families.items()] for m in models}
+    kernels_of = {m.name: (m.kernels if real_shaped and m.kernels else
+                           [(fam, cat, ms) for fam, (cat, ms, _) in m.families.items()]) for m in models}
     out = []
     for t in range(nights):
         d = root / f"night{t:02d}"
@@ -393,17 +462,29 @@ def write_tables(root: Path, models: list[Model], n_jobs: int, nights: int, rng:
         for j in range(n_jobs):
             m = models[j % len(models)]
             total = 0.0
+            red = [k for k in kernels_of[m.name] if k[1] == "triton_reduction"]
+            flip = max(red, key=lambda k: k[2])[0] if red and two_config and j % 4 == 1 else None
+            neighbour = slow_night[1] if slow_night and t == slow_night[0] else 1.0
             for name, cat, ms in kernels_of[m.name]:
-                v = ms * math.exp(rng.normal(0, 0.01))
+                v = ms * math.exp(rng.normal(0, 0.01)) * neighbour
                 if slower_category and cat == slower_category[0] and t >= slower_category[2] and j % 2 == 0:
                     v *= slower_category[1]
+                if name == flip and (t * 7 + j) % 3 == 0:
+                    v *= 1 + two_config
                 total += v
                 k_rows.append({"job": j, "label": f"{m.name} #{j}", "scope": "step", "kernel": name, "category": cat,
                                "device_ms": v, "count": 1.0, "share_pct": None, "pct_of_wall": None, "source": None,
                                "model_modules": None})
+            for i in range(MODULE_ROWS if real_shaped else 0):
+                name, cat, ms = kernels_of[m.name][i % len(kernels_of[m.name])]
+                k_rows.append({"job": j, "label": f"{m.name} #{j}", "scope": f"module:layer{i % 12}", "kernel": name,
+                               "category": cat, "device_ms": ms, "count": 1.0, "share_pct": None, "pct_of_wall": None,
+                               "source": None, "model_modules": None})
             row = {c: None for c in tables.JOB_COLUMNS}
             row.update({"job": j, "key": f"model={m.name},n={j}", "label": f"{m.name} #{j}", "status": "ok",
-                        "model": m.name.split()[0], "device_ms": total, "compiled_step_ms": m.step_ms * math.exp(rng.normal(0, 0.02)),
+                        "model": m.name.split()[0], "device_ms": total,
+                        "compiled_step_ms": m.step_ms * math.exp(rng.normal(0, 0.02)) * neighbour,
+                        "sm_clock_mhz": 1980.0 / (1.1 if neighbour != 1.0 else 1.0),
                         "steady_step_ms": None, "busy_pct": 40.0, "gpu": "NVIDIA H200", "torch": "2.11.0",
                         "compile_s": 60.0, "peak_memory_mb": 1000.0, "kernel_launches": 100.0, "accuracy": "passed"})
             jobs_rows.append(row)
@@ -435,63 +516,85 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     rng = np.random.default_rng(a.seed)
     models = real_models(np.random.default_rng(a.seed))
+    real = RealNoise()
     lines = [f"# Change points over nightly histories: the new method against three baselines",
              "", f"`python bench/change_detection.py --histories {a.histories} --aa {a.aa} --nights {a.nights} "
                  f"--jobs {a.jobs} --timing-jobs {a.timing_jobs} --seed {a.seed}` "
                  f"({time.strftime('%Y-%m-%d')}; thresholds PENALTY={ch.PENALTY}, FDR_Q={ch.FDR_Q})", "",
-             "Noise from the committed H200 nights run three times: "
+             "Kernel families and their spread from the committed H200 nights run three times: "
              + ", ".join(f"{m.name} ({len(m.families)} kernel families, median spread "
                          f"{100 * float(np.median([sd for _, _, sd in m.families.values()])):.2f}%, step spread "
-                         f"{100 * m.step_sd:.1f}%)" for m in models) + ".", ""]
+                         f"{100 * m.step_sd:.1f}%)" for m in models) + ".", "",
+             f"**Real nights' noise** on top (RealNoise): each (job, family) jitters at least "
+             f"{100 * real.jitter[0]:.0f}-{100 * real.jitter[1]:.0f}% a night; one night in {real.neighbour_every} a "
+             f"neighbour's, every job's Triton kernels and step about {100 * real.neighbour[0]:.0f}% slower (library "
+             f"kernels {real.library_part:.0%} of that); {100 * real.two_config:.0f}% of a job's Triton families with "
+             f"two configs {100 * real.gap[0]:.0f}-{100 * real.gap[1]:.0f}% apart, the slower picked on "
+             f"{100 * real.slow_p:.0f}% of the nights. Every scenario below has it but the last A/A line.", "",
+             "A detection is right when it names an injected change (its family or category, or a job it touched, "
+             "and the series) at its night, a night early or two late. The new method is scored by cause "
+             "(sweeper/analysis/causes.py): one injected change found as one change; a cause that matches no "
+             "injection is one false flag, however many series it groups. A baseline's detections count one by one.",
+             ""]
     t0 = time.time()
-    mixed = run_scenario(models, a.histories, a.nights, a.jobs, rng,
-                         ["family", "family", "step", "compile", "memory", "accuracy"])
-    lines += ["## Mixed regressions", "",
-              f"{a.histories} histories of {a.nights} nights x {a.jobs} jobs, each with two kernel-family changes "
-              "(1-5% in 5-50 jobs), a step change (3-20%), a compile-time, a memory and an accuracy change.", "",
-              "| method | recall | precision | F1 | false flags | exact night, of those found | recall by kind |",
-              "|---|---|---|---|---|---|---|"]
-    for name, sc in mixed.items():
-        r, p, f = f1(sc)
-        kinds = ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in sorted(sc.by_kind.items()))
-        lines.append(f"| {name} | {100 * r:.1f}% | {100 * p:.1f}% | {f:.3f} | {sc.false} | "
-                     f"{100 * sc.exact / sc.found if sc.found else float('nan'):.0f}% | {kinds} |")
-    for label, kind in (("a 3% family change in 5 jobs", "family:0.03:5"), ("a 1% family change in 20 jobs",
-                                                                              "family:0.01:20")):
-        got = run_scenario(models, a.histories, a.nights, a.jobs, rng, [kind])
-        lines += ["", f"## Recall of {label}", "",
-                  "\"Clear\": the changes at least twice the night-to-night spread of the kernels they hit (a "
-                  "tenth of the real families spread 3.8% or more a night: a 3% change in them is under their noise).",
-                  "", "| method | found | found of the clear ones | exact night | false flags |", "|---|---|---|---|---|"]
+
+    def table(got: dict[str, Score], head: str) -> None:
+        nonlocal lines
+        lines += [head, "", "| method | recall | precision | false flags | exact night | jobs named: recall, precision "
+                  "| recall by kind |", "|---|---|---|---|---|---|---|"]
         for name, sc in got.items():
-            lines.append(f"| {name} | {sc.found}/{sc.injected} ({100 * sc.found / sc.injected:.0f}%) | "
-                         f"{sc.clear[0]}/{sc.clear[1]} ({100 * sc.clear[0] / max(sc.clear[1], 1):.0f}%) | "
-                         f"{sc.exact}/{sc.found} | {sc.false} |")
-    aa = run_scenario(models, a.aa, a.nights, a.jobs, rng, [])
-    lines += ["", "## A/A histories (no change)", "",
-              f"{a.aa} histories of {a.nights} nights x {a.jobs} jobs: every flag is false.", "",
-              "| method | false flags | per 100 nights |", "|---|---|---|"]
+            r, p, _ = f1(sc)
+            kinds = ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in sorted(sc.by_kind.items()))
+            named = (f"{100 * sc.named[0] / sc.named[1]:.0f}%, {100 * sc.named[0] / max(sc.named[2], 1):.0f}%"
+                     if sc.named[1] else "-")
+            lines.append(f"| {name} | {100 * r:.1f}% | {100 * p:.1f}% | {sc.false} | "
+                         f"{100 * sc.exact / sc.found if sc.found else float('nan'):.0f}% | {named} | {kinds} |")
+        lines.append("")
+
+    table(run_scenario(models, a.histories, a.nights, a.jobs, rng,
+                       ["family", "family", "step", "compile", "memory", "accuracy"], real),
+          f"## Mixed regressions\n\n{a.histories} histories of {a.nights} nights x {a.jobs} jobs, each with two "
+          "kernel-family changes (1-5% in 5-50 jobs), a step change (3-20%), a compile-time (20-50%), a memory "
+          "(10-30%) and an accuracy change.")
+    for label, kinds in (("a 3% family change in 20 jobs, and compile, memory and accuracy changes",
+                          ["family:0.03:20", "compile", "memory", "accuracy"]),
+                         ("a 3% family change in 5 jobs", ["family:0.03:5"]),
+                         ("a 1% family change in 20 jobs", ["family:0.01:20"])):
+        table(run_scenario(models, a.histories, a.nights, a.jobs, rng, kinds, real),
+              f"## Recall of {label}\n\n{a.histories} histories of {a.nights} nights x {a.jobs} jobs.")
     rates = {}
-    for name, sc in aa.items():
-        rates[name] = 100 * sc.false / (a.aa * a.nights)
-        lines.append(f"| {name} | {sc.false} | {rates[name]:.2f} |")
+    lines += ["## A/A histories (no change)", "",
+              f"{a.aa} histories of {a.nights} nights x {a.jobs} jobs: every flag is false.", "",
+              "| noise | method | false flags | per 100 nights |", "|---|---|---|---|"]
+    for noise_name, noise in (("real nights' noise", real), ("the committed nights' jitter only", None)):
+        for name, sc in run_scenario(models, a.aa, a.nights, a.jobs, rng, [], noise).items():
+            rate = 100 * sc.false / (a.aa * a.nights)
+            if noise is real:
+                rates[name] = rate
+            lines.append(f"| {noise_name} | {name} | {sc.false} | {rate:.2f} |")
     lines += ["", f"(the quality runs took {time.time() - t0:.0f} s)"]
     # history changes over the timing size, reading tables
     import subprocess
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
+        import resource
+
         t1 = time.time()
-        write_tables(Path(tmp) / "big", models, a.timing_jobs, a.nights, rng)
+        write_tables(Path(tmp) / "big", models, a.timing_jobs, a.nights, rng, real_shaped=True)
         wrote = time.time() - t1
+        rows = sum(len(m.kernels) for m in models) / len(models) + MODULE_ROWS
         t2 = time.time()
         proc = subprocess.run([sys.executable, "-m", "sweeper.history", "changes", str(Path(tmp) / "big"),
                                "--last", str(a.nights)], cwd=ROOT, capture_output=True, text=True)
         took = time.time() - t2
+        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         lines += ["", "## `history changes` at a cluster's size", "",
-                  f"{a.nights} nights x {a.timing_jobs} jobs, from their tables (written in {wrote:.0f} s): "
-                  f"`python -m sweeper.history changes ROOT --last {a.nights}` took **{took:.1f} s** (exit "
-                  f"{proc.returncode}); its first lines:", "", "```", *proc.stdout.splitlines()[:4], "```"]
+                  f"{a.nights} nights x {a.timing_jobs} real-shaped jobs (each job's kernel rows as its record has "
+                  f"them and {MODULE_ROWS} module rows: about {rows:.0f} kernel rows a job), from their tables "
+                  f"(written in {wrote:.0f} s): `python -m sweeper.history changes ROOT --last {a.nights}` took "
+                  f"**{took:.1f} s** and at most **{peak_mb:.0f} MB** (the largest child's peak resident memory; "
+                  f"exit {proc.returncode}); its first lines:", "", "```", *proc.stdout.splitlines()[:4], "```"]
         # the 40-job case: Triton reductions 4% slower in 20 of 40 jobs from one night on
         for label, slower in (("with the change", ("triton_reduction", 1.04, 8, 20)), ("without it", None)):
             rng40 = np.random.default_rng(a.seed + 40)
@@ -507,6 +610,8 @@ def main(argv=None) -> int:
         a.out.parent.mkdir(parents=True, exist_ok=True)
         a.out.write_text(text)
         (a.out.with_suffix(".json")).write_text(json.dumps({"aa_false_flags_per_100_nights": rates,
+                                                            "nights": a.nights, "jobs": a.jobs, "histories": a.aa,
+                                                            "noise": dataclasses.asdict(real),
                                                             "penalty": ch.PENALTY, "fdr_q": ch.FDR_Q}, indent=1))
     return 0
 

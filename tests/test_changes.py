@@ -75,7 +75,8 @@ def test_forty_jobs_the_family_and_its_night_come_first(forty, tmp_path):
     assert set(table["level"]) <= {"category", "family"}, table[["level", "name"]]
     # the jobs it names are those slowed (every other one), none of the others
     named = [int(j.rsplit("#", 1)[1]) for j in top["jobs"].split("; ")]
-    assert len(named) == touched and all(j % 2 == 0 for j in named), named
+    # named: every job significant alone, and those the mixture puts among the moved
+    assert len(named) >= touched and abs(len(named) - about) <= 2 and all(j % 2 == 0 for j in named), named
     assert table["night"].eq("night08").all(), table[["level", "name", "night"]]
     # it says how often it flags on nights with no change
     assert "false" in first[1] and ("per 100 nights" in first[1] or "not measured" in first[1]), first[1]
@@ -157,7 +158,10 @@ def test_family_pooled_finds_what_no_job_shows():
     assert not [c for c in alone if c.night == 18], alone
     assert [c.night for c in pooled] == [18], pooled
     assert 0.8 < pooled[0].size_pct < 2.2 and pooled[0].ci_pct[0] < 1.5 < pooled[0].ci_pct[1], pooled[0]
-    assert set(pooled[0].jobs) <= set(jobs[:25]) and len(pooled[0].jobs) >= ch.MIN_TOUCHED
+    # the jobs named: by the mixture, mostly those moved (a 1.5% change under 1% noise leaves some doubt)
+    named = set(pooled[0].jobs)
+    assert len(named & set(jobs[:25])) >= 0.9 * len(named) and len(named & set(jobs[:25])) >= 15, sorted(named)
+    assert pooled[0].significant >= ch.MIN_TOUCHED
 
 
 def test_noise_is_robust_to_the_step_it_holds():
@@ -187,3 +191,106 @@ def test_family_names_and_accuracy():
     got = ch.find_changes(h)
     assert [(c.level, c.night) for c in got] == [("accuracy", 5)]
     assert ch.versions_between(h, 5) == {"torch": ("2.10", "2.11")}
+
+
+@pytest.fixture(scope="module")
+def noisy(tmp_path_factory):
+    """40 jobs over 12 nights with the noise real nights have and no change: night06 a
+    neighbour's (every job 8% slower, the GPU's clock 10% lower), and every fourth job's
+    costliest Triton reduction family 30% slower on a third of the nights (its other config)."""
+    bench = _bench()
+    models = bench.real_models(np.random.default_rng(0))
+    root = tmp_path_factory.mktemp("noisy")
+    bench.write_tables(root, models, 40, 12, np.random.default_rng(41), slow_night=(6, 1.08), two_config=0.3)
+    return root
+
+
+def test_a_neighbour_night_is_the_machine_and_flags_nothing(noisy):
+    got = _changes(str(noisy), "--fail-on-regression")
+    assert got.returncode == 0, got.stdout + got.stderr
+    lines = got.stdout.splitlines()
+    assert lines[1].startswith("0 changes"), got.stdout
+    machine = [ln for ln in lines if ln.startswith("- night06: every job's kernels")]
+    assert len(machine) == 1, got.stdout
+    size = float(re.search(r"kernels (\d+\.\d)% slower", machine[0]).group(1))
+    assert 6.5 < size < 9.5 and "the machine, not the kernels" in machine[0], machine[0]
+    assert "SM clock 1800 MHz against 1980" in machine[0], machine[0]  # the records say why
+    # no other night is the machine's
+    assert sum("the machine, not the kernels" in ln for ln in lines) == 1, got.stdout
+    # the two-config families are said, judged in their own level
+    assert any("ran in two configs" in ln for ln in lines), got.stdout
+
+
+def test_clean_takes_out_the_machine_night_and_two_configs():
+    """night_noise.clean on arrays: a neighbour's night (every job 8% slower) divided out of
+    every job; a family flipping between two configs judged in its own level, and its job's
+    kernel time with it; a step that stays is left for the tests."""
+    from sweeper.analysis import night_noise
+
+    rng = np.random.default_rng(3)
+    jobs = [f"j{j}" for j in range(30)]
+    m = np.vstack([_series(20, None, 0.0, 0.01, rng) for _ in jobs])
+    m[:, 10] *= 1.08  # a neighbour's night
+    h = ch.History([f"n{t:02d}" for t in range(20)], jobs, {j: j for j in jobs})
+    for j, row in zip(jobs, m):
+        h.per_job[("kernels", j)] = row
+    flips = np.vstack([_series(20, None, 0.0, 0.01, rng) for _ in range(6)])
+    flips[:, [3, 4, 8, 9, 10, 14, 15, 16]] *= 1.3
+    h.pooled[("family", "triton_red_fused_x")] = (jobs[:6], flips)
+    cleaned, what = night_noise.clean(h)
+    assert [x.night for x in what.machine] == [10] and 7 < what.machine[0].size_pct < 9, what.machine
+    assert len(what.two_configs) == 6, what.two_configs
+    assert np.allclose(cleaned.per_job[("kernels", "j10")][10] / h.per_job[("kernels", "j10")][10],
+                       1 / 1.08, rtol=0.02)
+    # the flipping family's job: its kernel time less the slower config's excess
+    flipped = h.pooled[("family", "triton_red_fused_x")][1][0]
+    excess = flipped[3] - cleaned.pooled[("family", "triton_red_fused_x")][1][0][3]
+    assert excess > 0.2 * flipped[3] / 1.3
+    assert np.isclose(h.per_job[("kernels", "j0")][3] - cleaned.per_job[("kernels", "j0")][3], excess)
+    assert ch.find_changes(h) == []
+    # one switch that stays is not two configs: it is a change, and found
+    step = np.vstack([_series(20, 12, 0.3, 0.01, rng) for _ in range(6)])
+    assert all(night_noise.two_levels(np.log(row)) is None for row in step)
+
+
+def test_a_drift_is_one_line_and_an_episode_no_change():
+    """+0.3% a night over 30 nights in 40 jobs: one drift of the family, not a step at every
+    few nights; one job's 6-night bump of its step that comes back: no slower and faster pair."""
+    from sweeper.reporting.changes_text import Changes, changes_text
+
+    rng = np.random.default_rng(5)
+    n, jobs = 30, [f"j{j}" for j in range(40)]
+    trend = np.exp(0.003 * np.arange(n))
+    m = np.vstack([_series(n, None, 0.0, 0.005, rng) * trend for _ in jobs])
+    h = ch.History([f"n{t:02d}" for t in range(n)], jobs, {j: j for j in jobs})
+    h.pooled[("family", "triton_red_fused_x")] = (jobs, m)
+    bump = _series(n, None, 0.0, 0.01, rng)
+    bump[12:18] *= 1.06
+    h.per_job[("step", "j0")] = bump
+    found = ch.find_changes(h)
+    drifts = [c for c in found if c.drift_pct == c.drift_pct]
+    assert len(drifts) == 1 and drifts[0].level == "family" and 0.2 < drifts[0].drift_pct < 0.4, found
+    assert not [c for c in found if c.level == "step"], found
+    assert len(h.cleaned.episodes) == 1, h.cleaned.episodes
+    text = changes_text(Changes(h.nights, [Path("/x") / t for t in h.nights], h, found))
+    assert "drifts +0.3" in text and "a trend, not a step" in text, text
+    assert "an episode that passed, not a change" in text, text
+
+
+def test_the_first_screen_says_a_machine_night_first(tmp_path):
+    """A history whose last night is a neighbour's: the report's change points say that night
+    the machine's, and the compare's flags under them are told so (compare_sections)."""
+    from sweeper.reporting.changes_text import changes_of
+    from sweeper.reporting.compare_sections import _machine_tonight, history_section
+
+    bench = _bench()
+    models = bench.real_models(np.random.default_rng(0))
+    nights = bench.write_tables(tmp_path, models, 40, 10, np.random.default_rng(7), slow_night=(9, 1.08))
+    got = changes_of(nights)
+    assert not got.changes, [c.name for c in got.changes]
+    html = "\n".join(history_section(got))
+    said = re.search(r"night09: every job&#x27;s kernels (\d+\.\d)% slower", html)
+    assert said and 7.0 < float(said.group(1)) < 9.0, html
+    assert "the last night" in html, html
+    tonight = _machine_tonight(got)
+    assert tonight is not None and tonight.night == 9 and 6.5 < tonight.size_pct < 9.5

@@ -14,7 +14,8 @@ way, and share jobs:
   that got 30% slower in 25 jobs at once is one cause, not 25;
 - one job's changes of different levels on the same night (its kernels and its step).
 Groups are closed under these links (union-find). A cause is said by its lead: the category
-where one moved, else the family that moved the most jobs, else the jobs' level.
+where one moved (unless diluted: under half its largest family's change), else the family
+that moved the most jobs, else the jobs' level.
 """
 
 from __future__ import annotations
@@ -88,6 +89,19 @@ def _lead_rank(c: Change) -> tuple:
             -len(c.jobs) if c.level in POOLED else _ORDER.get(c.level, 9), -size)
 
 
+def _lead(members: list[Change]) -> Change:
+    """A category speaks for its cause unless it is diluted: under half the size of the
+    cause's family that moved the most jobs (+0.5% for the category where the family moved
+    +3.9%); then that family does."""
+    lead = min(members, key=_lead_rank)
+    families = [c for c in members if c.level == "family"]
+    if lead.level == "category" and families:
+        best = min(families, key=_lead_rank)
+        if abs(lead.size_pct) < 0.5 * abs(best.size_pct):
+            return best
+    return lead
+
+
 def group(changes: Sequence[Change]) -> list[Cause]:
     """The causes of these changes, the earliest night first (within a night, by lead level
     and size); each change in exactly one cause."""
@@ -108,7 +122,7 @@ def group(changes: Sequence[Change]) -> list[Cause]:
         groups.setdefault(root(i), []).append(c)
     causes = []
     for members in groups.values():
-        lead = min(members, key=_lead_rank)
+        lead = _lead(members)
         rest = [c for c in members if c is not lead]
         jobs: list[str] = []
         for c in [lead, *rest]:

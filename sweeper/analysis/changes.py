@@ -51,6 +51,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from sweeper.analysis.drift import drift_of, episodes
+
 WINDOW = 6  # the last nights whose changes --fail-on-regression and the report call recent (HUD's 6 days)
 BASELINE = 5  # nights before a change that its test needs, at least (a shorter baseline is one preempted night from a flag)
 TEST_NIGHTS = 12  # nights before (and after) a cut that its test reads, at most (up to the next cut)
@@ -97,6 +99,8 @@ class Change:
     q_value: float = float("nan")
     modules: tuple[str, ...] = ()
     moved_share: float = float("nan")  # a pooled change: the share of its jobs it moved, by the mixture estimate
+    significant: int = 0  # of `jobs`, those that moved beyond their noise alone (a pooled change's)
+    drift_pct: float = float("nan")  # a drift (sweeper/analysis/drift.py): % a night; size_pct is over its nights
 
     @property
     def direction(self) -> str:
@@ -179,6 +183,14 @@ def pooled_candidates(level: str, name: str, matrix: np.ndarray, jobs: Sequence[
     if len(jobs) < MIN_JOBS:
         return []
     noise = np.array([noise_of(row) for row in y])
+    with np.errstate(all="ignore"):
+        d = drift_of(np.nanmean(y - np.nanmedian(y, axis=1, keepdims=True), axis=0), PERSIST)
+    if d is not None:  # the family drifts: one drift, not a cut at every few nights
+        size = d.slope * (d.nights - 1)
+        return [Candidate(level, name, 0, size, (size, size), d.p, tuple(jobs), len(jobs),
+                          f"a drift of the jobs' mean of {d.per_night_pct:+.2f}% a night over {d.nights} nights "
+                          f"(Kendall's tau p={d.p:.2g}; a line fits better than any step)",
+                          extra={"drift": d, "significant": len(jobs)})]
     z = np.clip((y - np.nanmedian(y, axis=1, keepdims=True)) / noise[:, None], -CLIP, CLIP)
     with np.errstate(all="ignore"):
         pooled = np.nanmean(z, axis=0)
@@ -212,7 +224,7 @@ def pooled_candidates(level: str, name: str, matrix: np.ndarray, jobs: Sequence[
         start = float(np.median(r[moved]))
         size, share = _mixture_fit(r, v, start)
         p = min(1.0, p_fisher * positions)
-        out.append(Candidate(level, name, t, size, (size, size), p, touched,
+        out.append(Candidate(level, name, t, size, (size, size), p, _named(used, r, v, size, share, touched),
                              int(use.sum()),
                              f"{how} at this night; Fisher's combination of the "
                              f"{int(use.sum())} jobs' shifts p={p_fisher:.2g} (x{positions} cut positions); "
@@ -220,8 +232,26 @@ def pooled_candidates(level: str, name: str, matrix: np.ndarray, jobs: Sequence[
                              f"a two-group mixture (about {100 * share:.0f}% of the jobs moved); shift over all the jobs "
                              f"{100 * math.expm1(mu):+.2f}% (random effects, 95% CI {100 * math.expm1(mu - 1.96 * se):+.2f} "
                              f"to {100 * math.expm1(mu + 1.96 * se):+.2f}%, between-job sd {100 * math.sqrt(tau2):.2f}%)",
-                             extra={"shifts": (r, v, start)}))
+                             extra={"shifts": (r, v, start), "significant": len(touched), "used": used}))
     return out
+
+
+def posterior(r: np.ndarray, v: np.ndarray, delta: float, share: float) -> np.ndarray:
+    """Each job's probability of being among those a change of `delta` moved (the two-group
+    mixture of _mixture_fit, at its fit)."""
+    sd = np.sqrt(v)
+    l1 = share * np.exp(-0.5 * ((r - delta) / sd) ** 2)
+    l0 = (1 - share) * np.exp(-0.5 * (r / sd) ** 2)
+    return l1 / np.maximum(l0 + l1, 1e-300)
+
+
+def _named(used: Sequence[str], r: np.ndarray, v: np.ndarray, delta: float, share: float,
+           significant: Sequence[str]) -> tuple[str, ...]:
+    """The jobs a family's change moved, as named: those the mixture more likely than not
+    puts among the moved (a job need not be significant alone: a 3% change under 2% noise
+    rarely is), and every one that is."""
+    w = posterior(r, v, delta, share)
+    return tuple(j for j, p in zip(used, w) if p >= 0.5 or j in significant)
 
 
 BOOTSTRAP = 200  # resamples of the jobs for the interval of a family's change
@@ -368,6 +398,12 @@ def job_candidates(level: str, job: str, values: np.ndarray, penalty: float = PE
     if np.sum(~np.isnan(y)) < 2 * PERSIST + 1:
         return []
     noise = noise_of(y)
+    d = drift_of(y, PERSIST)
+    if d is not None:  # one drift, not a cut at every few nights
+        first = int(np.flatnonzero(~np.isnan(y))[0])
+        return [Candidate(level, job, first, d.slope * (d.nights - 1), (d.slope * (d.nights - 1),) * 2, d.p, (job,), 1,
+                          f"a drift of {d.per_night_pct:+.2f}% a night over {d.nights} nights (Kendall's tau "
+                          f"p={d.p:.2g}; a line fits the nights better than any step)", extra={"drift": d})]
     found = cuts((y - np.nanmedian(y)) / noise, penalty)
     out = []
     for t in found:
@@ -408,12 +444,15 @@ def decide(candidates: Sequence[Candidate], q: float = FDR_Q) -> list[Change]:
         size = math.expm1(c.size)
         if qv > q or abs(size) < FLOOR.get(c.level, 0.0):
             continue
-        share = float("nan")
+        share, significant = float("nan"), c.extra.get("significant", len(c.jobs))
         if "shifts" in c.extra:  # a family's interval: the jobs resampled, for those that stand only
             c.size, c.ci, share = mixture_shift(*c.extra["shifts"])
             size = math.expm1(c.size)
+            significant = c.extra["significant"]
         out.append(Change(c.level, c.name, c.night, 100 * size, (100 * math.expm1(c.ci[0]), 100 * math.expm1(c.ci[1])),
-                          c.p, c.jobs, c.running, c.evidence, q_value=float(qv), moved_share=share))
+                          c.p, c.jobs, c.running, c.evidence, q_value=float(qv), moved_share=share,
+                          significant=significant,
+                          drift_pct=c.extra["drift"].per_night_pct if "drift" in c.extra else float("nan")))
     return out
 
 
@@ -433,17 +472,25 @@ class History:
     versions: list[dict[str, str]] = field(default_factory=list)  # a night's versions (torch, triton, ...)
     modules: dict[str, tuple[str, ...]] = field(default_factory=dict)  # family -> model modules it computes
     family_category: dict[str, str] = field(default_factory=dict)  # family -> its kernels' category
+    # per night, what the jobs' records say of the machine (median over the jobs): sm_clock_mhz,
+    # host_busy_cores, slowed_rounds (sweeper/analysis/night_noise.explain)
+    machine: dict[str, np.ndarray] = field(default_factory=dict)
+    cleaned: Any = None  # night_noise.Cleaned: what find_changes took out before its tests
 
 
 def find_changes(history: History, penalty: float = PENALTY, q: float = FDR_Q) -> list[Change]:
     """Every change of the history, families and categories first, then jobs, each list by
     size; accuracy changes (passed -> failed) are not tested, they stand."""
+    from sweeper.analysis import night_noise
+
+    judged, history.cleaned = night_noise.clean(history)  # machine nights and two-config kernels out first
     candidates: list[Candidate] = []
-    for (level, name), (jobs, matrix) in history.pooled.items():
+    for (level, name), (jobs, matrix) in judged.pooled.items():
         candidates += pooled_candidates(level, name, matrix, jobs, penalty)
-    for (level, job), values in history.per_job.items():
+    for (level, job), values in judged.per_job.items():
         candidates += job_candidates(level, job, values, penalty)
-    changes = decide(candidates, q)
+    changes, history.cleaned.episodes = episodes(
+        decide(candidates, q), lambda key: noise_of(np.log(judged.per_job[key])) if key in judged.per_job else 0.0)
     for job, verdicts in history.accuracy.items():
         for t in range(1, len(verdicts)):
             if verdicts[t - 1] == "passed" and verdicts[t] == "failed":
@@ -474,6 +521,7 @@ def build_history(nights: Sequence[tuple[str, Any, Any]], modules_of: Mapping[st
     names = [n for n, _, _ in nights]
     n = len(names)
     job_rows, fam_rows = [], []
+    ids: dict[str, dict[str, int]] = {"key": {}, "family": {}, "category": {}}
     versions = []
     for t, (_, night_jobs, kernels) in enumerate(nights):
         jobs = night_jobs[night_jobs["status"] == "ok"].drop_duplicates("key")
@@ -487,25 +535,40 @@ def build_history(nights: Sequence[tuple[str, Any, Any]], modules_of: Mapping[st
         versions.append(vers)
         k = kernels[kernels["job"].isin(key_of)]
         if len(k):
-            fam_rows.append(pd.DataFrame({"night": t, "key": k["job"].map(key_of).to_numpy(),
-                                          "family": [family_of(x) for x in k["kernel"]],
-                                          "category": k["category"].to_numpy(), "ms": k["device_ms"].to_numpy()}))
+            # rows as integer codes of names numbered once over the nights, a name's family told
+            # once (a 1,000-job night has 200,000 rows of 2,000 names; 30 of them are held at once)
+            kcodes, kuniq = pd.factorize(k["kernel"].astype(str))
+            fam_code = np.array([ids["family"].setdefault(family_of(u), len(ids["family"])) for u in kuniq],
+                                dtype=np.int32)
+            jcodes, juniq = pd.factorize(k["job"])
+            key_code = np.array([ids["key"].setdefault(str(key_of[u]), len(ids["key"])) for u in juniq], dtype=np.int32)
+            ccodes, cuniq = pd.factorize(k["category"].astype(str))
+            cat_code = np.array([ids["category"].setdefault(str(u), len(ids["category"])) for u in cuniq],
+                                dtype=np.int32)
+            fam_rows.append(pd.DataFrame({"night": np.full(len(k), t, dtype=np.int32), "key": key_code[jcodes],
+                                          "family": fam_code[kcodes], "category": cat_code[ccodes],
+                                          "ms": k["device_ms"].to_numpy(dtype=float)}))
     jobs_all = pd.concat(job_rows, ignore_index=True) if job_rows else pd.DataFrame()
     labels = dict(zip(jobs_all.get("key", []), jobs_all.get("label", [])))
     history = History(names, sorted(labels), labels, versions=versions)
-    fams = pd.concat(fam_rows, ignore_index=True) if fam_rows else pd.DataFrame(columns=["night", "key", "family",
-                                                                                         "category", "ms"])
+    fams = pd.concat(fam_rows, ignore_index=True) if fam_rows else pd.DataFrame(
+        {c: np.array([], dtype=np.int32) for c in ("night", "key", "family", "category")} | {"ms": np.array([])})
+    name_of = {col: np.array(list(ids[col]), dtype=object) for col in ids}
     if len(fams):
-        history.family_category = dict(zip(fams["family"], fams["category"].astype(str)))
+        firsts = fams.drop_duplicates("family")
+        history.family_category = dict(zip(name_of["family"][firsts["family"]], name_of["category"][firsts["category"]]))
     for level, col in (("category", "category"), ("family", "family")):
-        summed = fams.groupby([col, "key", "night"], sort=False)["ms"].sum()
-        for name, part in summed.groupby(level=0, sort=False):
-            mat_keys = sorted(set(part.index.get_level_values(1)))
-            m = np.full((len(mat_keys), n), np.nan)
-            pos = {k: i for i, k in enumerate(mat_keys)}
-            for (_, key, night), ms in part.items():
-                m[pos[key], night] = ms
-            history.pooled[(level, str(name))] = (mat_keys, m)
+        # jobs x nights a name, from one wide table (name, job) x night: no Python loop over cells
+        wide = fams.groupby([col, "key", "night"], sort=True)["ms"].sum().unstack("night")
+        wide = wide.reindex(columns=range(n))
+        if not len(wide):
+            continue
+        names_idx = wide.index.get_level_values(0).to_numpy()
+        values = wide.to_numpy(dtype=float)
+        keys_idx = name_of["key"][wide.index.get_level_values(1).to_numpy()]
+        bounds = np.flatnonzero(np.r_[True, names_idx[1:] != names_idx[:-1], True])
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            history.pooled[(level, str(name_of[col][names_idx[a]]))] = (list(keys_idx[a:b]), values[a:b])
     if len(jobs_all):
         def series(col, where=None):
             rows = jobs_all if where is None else jobs_all[where]
@@ -526,6 +589,10 @@ def build_history(nights: Sequence[tuple[str, Any, Any]], modules_of: Mapping[st
             cold = jobs_all.get("compile_state", pd.Series("cold", index=jobs_all.index)).fillna("cold") != "warm"
             for key, v in series("compile_s", cold):
                 history.per_job[("compile", key)] = v
+        for col in ("sm_clock_mhz", "host_busy_cores", "slowed_rounds"):
+            if col in jobs_all:
+                by_night = pd.to_numeric(jobs_all[col], errors="coerce").groupby(jobs_all["night"]).median()
+                history.machine[col] = by_night.reindex(range(n)).to_numpy(dtype=float)
         if "peak_memory_mb" in jobs_all:
             for key, v in series("peak_memory_mb"):
                 history.per_job[("memory", key)] = v

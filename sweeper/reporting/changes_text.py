@@ -66,6 +66,9 @@ def _night_tables(sweep: Path) -> tuple[str, pd.DataFrame, pd.DataFrame]:
     kernels = t.kernels
     if "scope" in kernels:
         kernels = kernels[kernels["scope"] == "step"]
+    # only what the history reads, the names as categories: 30 nights of 1,000 jobs are held at once
+    keep = [c for c in ("job", "kernel", "category", "device_ms", "model_modules") if c in kernels]
+    kernels = kernels[keep].astype({c: "category" for c in ("kernel", "category", "model_modules") if c in keep})
     return sweep.name, t.jobs, kernels
 
 
@@ -131,6 +134,8 @@ def change_line(c: ch.Change, got: Changes) -> str:
     before = got.nights[c.night - 1] if 0 < c.night <= len(got.nights) else "?"
     if c.level == "accuracy":
         text = f"{_name(c, labels)} fails from {night} (passed on {before})"
+    elif c.drift_pct == c.drift_pct:
+        text = f"{_name(c, labels)}: {drift_words(c, got)}"
     else:
         text = (f"{_name(c, labels)}: {c.direction} by {abs(c.size_pct):.1f}% (95% CI {c.ci_pct[0]:+.1f} to "
                 f"{c.ci_pct[1]:+.1f}%) from {night} (the last night before it: {before})")
@@ -139,7 +144,7 @@ def change_line(c: ch.Change, got: Changes) -> str:
         est = ca.moved_estimate(c)
         text += (f"; of the {c.jobs_running} jobs that run it about {est:.0f} moved (mixture estimate), "
                  if est == est else f"; of the {c.jobs_running} jobs that run it ")
-        text += f"{len(jobs)} significant alone: " + ", ".join(jobs[:6]) + \
+        text += f"{c.significant} significant alone; named (more likely moved than not): " + ", ".join(jobs[:6]) + \
             (f" and {len(jobs) - 6} more" if len(jobs) > 6 else "")
         if c.modules:
             text += f"; modules: {', '.join(c.modules[:3])}"
@@ -181,6 +186,13 @@ def versions_near(h: ch.History, first: int, last: int) -> list[str]:
     return out
 
 
+def drift_words(c: ch.Change, got: Changes) -> str:
+    """A drift in words: its rate a night, over which nights, and in all."""
+    first = got.nights[c.night] if c.night < len(got.nights) else str(c.night)
+    return (f"drifts {c.drift_pct:+.2f}% a night from {first} on ({c.size_pct:+.1f}% in all): a trend, not a step "
+            "(one line for the whole drift)")
+
+
 def cause_line(k: ca.Cause, got: Changes) -> str:
     """A cause in one line (at most about 200 characters): the night, what moved, how much,
     how many families and jobs, the evidence."""
@@ -189,10 +201,12 @@ def cause_line(k: ca.Cause, got: Changes) -> str:
     if lead.level == "accuracy":
         return f"{night}: the check against eager fails in {count(len(k.jobs), 'job')} from this night"
     fams = k.of("family")
+    if lead.drift_pct == lead.drift_pct:
+        return f"{_name(lead, h.labels)}: {drift_words(lead, got)}; q={lead.q_value:.1g}"
     if lead.level in ca.POOLED:
         what = _kernels_kind(k, h)
         est = ca.moved_estimate(lead)
-        moved = (f"about {est:.0f} of {lead.jobs_running} jobs moved (mixture), {len(lead.jobs)} significant alone"
+        moved = (f"about {est:.0f} of {lead.jobs_running} jobs moved (mixture), {lead.significant} significant alone"
                  if est == est else f"{len(lead.jobs)} of {lead.jobs_running} jobs moved")
         size = f"{lead.direction} by {abs(lead.size_pct):.1f}% (95% CI {lead.ci_pct[0]:+.1f} to {lead.ci_pct[1]:+.1f}%)"
     else:
@@ -218,13 +232,15 @@ def member_line(c: ch.Change, got: Changes) -> str:
     if c.level == "accuracy":
         return f"{_name(c, labels)} fails (passed the night before)"
     night = got.nights[c.night] if c.night < len(got.nights) else str(c.night)
-    text = (f"{_name(c, labels)}: {c.direction} by {abs(c.size_pct):.1f}% (95% CI {c.ci_pct[0]:+.1f} to "
-            f"{c.ci_pct[1]:+.1f}%)")
-    text += f" from {night}"
+    if c.drift_pct == c.drift_pct:
+        text = f"{_name(c, labels)}: {drift_words(c, got)}"
+    else:
+        text = (f"{_name(c, labels)}: {c.direction} by {abs(c.size_pct):.1f}% (95% CI {c.ci_pct[0]:+.1f} to "
+                f"{c.ci_pct[1]:+.1f}%) from {night}")
     if c.level in ca.POOLED:
         est = ca.moved_estimate(c)
         text += (f"; about {est:.0f} of {c.jobs_running} jobs moved, " if est == est
-                 else f"; of {c.jobs_running} jobs, ") + f"{len(c.jobs)} significant alone"
+                 else f"; of {c.jobs_running} jobs, ") + f"{c.significant} significant alone"
         if c.modules:
             text += f"; modules: {', '.join(c.modules[:3])}"
     return text + f"; q={c.q_value:.1g}"
@@ -239,6 +255,32 @@ def cause_details(k: ca.Cause, got: Changes) -> list[str]:
     out += [f"- {member_line(c, got)}" for c in k.changes[:SUB_LISTED]]
     if len(k.changes) > SUB_LISTED:
         out.append(f"- ... and {len(k.changes) - SUB_LISTED} more of this cause (--out writes them all)")
+    return out
+
+
+def machine_lines(got: Changes) -> list[str]:
+    """The nights the machine moved every job (sweeper/analysis/night_noise.py), one line
+    each, and the kernels judged in their own config: what was taken out before the tests."""
+    cleaned = got.history.cleaned
+    if cleaned is None:
+        return []
+    out = []
+    for m in cleaned.machine:
+        night = got.nights[m.night] if m.night < len(got.nights) else str(m.night)
+        way = "slower" if m.size_pct > 0 else "faster"
+        step = f", the step {m.step_pct:+.1f}%" if m.step_pct == m.step_pct else ""
+        last = (" (the last night: a change that stays shows as one from the next night on)"
+                if m.night == len(got.nights) - 1 else "")
+        out.append(f"{night}: every job's kernels {abs(m.size_pct):.1f}% {way} ({m.agree} of {m.jobs} jobs moved "
+                   f"that way{step}): the machine, not the kernels{last}" + (f"; {m.why}" if m.why else ""))
+    for a, b in cleaned.episodes:
+        out.append(f"{_name(a, got.history.labels)}: {a.size_pct:+.1f}% at {got.nights[a.night]} and back "
+                   f"({b.size_pct:+.1f}%) at {got.nights[b.night]}: an episode that passed, not a change")
+    if cleaned.two_configs:
+        fams = sorted({f for f, _ in cleaned.two_configs})
+        out.append(f"{count(len(cleaned.two_configs), 'kernel family of a job', 'kernel families of a job')} "
+                   f"({count(len(fams), 'family', 'families')}) ran in two configs from night to night: each night "
+                   f"judged against its own config's level (e.g. {fams[0]})")
     return out
 
 
@@ -259,6 +301,9 @@ def changes_text(got: Changes, top: int = 20) -> str:
         lines += [f"  {sub}" for sub in cause_details(k, got)]
     if len(causes) > top:
         lines.append(f"- ... and {len(causes) - top} more")
+    machine = machine_lines(got)
+    if machine:
+        lines += ["", "Taken out before the tests (sweeper/analysis/night_noise.py):"] + [f"- {m}" for m in machine]
     h = got.history
     lines.append("")
     lines.append(f"Read: {count(len(h.jobs), 'job')}, "

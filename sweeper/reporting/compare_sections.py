@@ -12,8 +12,10 @@ from sweeper.reporting.html_parts import esc, fmt_num, fold_close, fold_open, sh
 from sweeper.words import count
 
 
-def changed_section(cmp) -> list[str]:
-    """The nightly's first screen: what changed against the earlier sweep of the same grid."""
+def changed_section(cmp, history=None) -> list[str]:
+    """The nightly's first screen: what changed against the earlier sweep of the same grid;
+    where the change points (`history`, above it) found this night the machine's, said
+    first, so the flags under it read as the machine's."""
     t = cmp.jobs
     both = t[t["status_old"].notna() & t["status_new"].notna()]
     flagged = cmp.flagged
@@ -22,6 +24,11 @@ def changed_section(cmp) -> list[str]:
     out = [f"<h2 id='changed'>What changed since {esc(cmp.old.path.name)}</h2>",
            f"<p>{esc(changed_sentence(len(flagged), judged, len(unjudged)))} Against <code>{esc(cmp.old.path)}</code> "
            "(<a href='#compared'>the comparison</a>).</p>"]
+    tonight = _machine_tonight(history)
+    if tonight is not None:
+        out.insert(1, f"<p class='note'>This night every job's kernels moved {tonight.size_pct:+.1f}% together "
+                      f"({tonight.agree} of {tonight.jobs} jobs): the machine's, not the kernels' (the change points "
+                      "above); the flags below are that shift's, unless a change point names them.</p>")
     if len(unjudged):
         out.append(f"<p class='note'>Not judged, their noise hiding any change: "
                    f"{esc(', '.join(unjudged['label'][:CHANGED_LISTED]))}"
@@ -48,12 +55,20 @@ def changed_section(cmp) -> list[str]:
 CHANGED_LISTED = 10  # flagged jobs listed on the first screen; the rest in the comparison
 
 
+def _machine_tonight(history):
+    """The history's machine night (sweeper/analysis/night_noise.py) if it is the last night."""
+    cleaned = getattr(getattr(history, "history", None), "cleaned", None)
+    if cleaned is None or not history.nights:
+        return None
+    return next((m for m in cleaned.machine if m.night == len(history.nights) - 1), None)
+
+
 def history_section(got) -> list[str]:
     """The nightly's first screen, first: the change points over the history that ends
     with this sweep (changes_text.Changes), one line a cause with the changes that make it up
     folded under it, as `history changes` says them."""
     from sweeper.analysis.changes import WINDOW
-    from sweeper.reporting.changes_text import cause_details, cause_line
+    from sweeper.reporting.changes_text import cause_details, cause_line, machine_lines
 
     last = got.nights[-1] if got.nights else "?"
     causes = got.causes
@@ -72,6 +87,9 @@ def history_section(got) -> list[str]:
         if len(causes) > CHANGED_LISTED:
             out.append(f"<li>and {len(causes) - CHANGED_LISTED} more: <code>history changes</code></li>")
         out.append("</ul>")
+    machine = machine_lines(got)
+    if machine:
+        out.append("<p>Taken out before the tests:</p><ul>" + "".join(f"<li>{esc(m)}</li>" for m in machine) + "</ul>")
     return out
 
 

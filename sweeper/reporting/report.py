@@ -63,7 +63,7 @@ def _small_page(sweep: LoadedSweep, view: ReportView) -> str:
     entries = {j["num"]: j for j in summary.get("jobs", [])}
     out = _header(sweep_dir, summary, records, jobs)
     out += history_section(view.history) if view.history is not None else []
-    out += changed_section(view.comparison) if view.comparison is not None else []
+    out += changed_section(view.comparison, view.history) if view.comparison is not None else []
     out += _findings_section(view.findings, jobs)
     out += _to_win_section(sweep.recoverable)
     out += _notes_section(view.notes)
@@ -88,7 +88,7 @@ def _large_page(sweep: LoadedSweep, view: ReportView) -> str:
     across = [f for f in view.findings if f.scope == "across jobs"]
     out = _header(sweep_dir, summary, records, jobs)
     out += history_section(view.history) if view.history is not None else []
-    out += changed_section(view.comparison) if view.comparison is not None else []
+    out += changed_section(view.comparison, view.history) if view.comparison is not None else []
     out += _overview_section(view.overview, across, per_job, jobs) if view.overview is not None else []
     out += _to_win_section(sweep.recoverable)
     out += _notes_section(view.notes)
