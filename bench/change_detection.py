@@ -438,13 +438,14 @@ MODULE_ROWS = 208  # module-scope kernel rows a job, as real records give (the i
 def write_tables(root: Path, models: list[Model], n_jobs: int, nights: int, rng: np.random.Generator,
                  slower_category: tuple[str, float, int, int] | None = None,
                  slow_night: tuple[int, float] | None = None, two_config: float = 0.0,
-                 real_shaped: bool = False) -> list[Path]:
+                 real_shaped: bool = False, broken: tuple[int, int, str] | None = None) -> list[Path]:
     """`nights` sweep folders of `n_jobs` jobs' tables as the aggregate writes them (jobs and
     kernels, with the records they name), from the real models' kernels; `slower_category`:
     (category, factor, from night, jobs) made slower; `slow_night`: (night, factor) every
     job's kernels and step slower that night, the GPU's SM clock 10% lower (a neighbour);
     `two_config`: every fourth job's costliest Triton reduction family runs that much slower
-    on a random third of the nights (Triton picking its other config); `real_shaped`: each
+    on a random third of the nights (Triton picking its other config); `broken`: (from night, job,
+    "failed" or "missing") that job failed, or was not in the sweep, from that night on; `real_shaped`: each
     job's kernel rows as its record has them (every kernel, Inductor's numbers kept, about 270
     a training job) and MODULE_ROWS rows of module scope beside them, as real tables have."""
     import pandas as pd
@@ -462,6 +463,9 @@ def write_tables(root: Path, models: list[Model], n_jobs: int, nights: int, rng:
         for j in range(n_jobs):
             m = models[j % len(models)]
             total = 0.0
+            gone = broken is not None and j == broken[1] and t >= broken[0]
+            if gone and broken[2] == "missing":
+                continue
             red = [k for k in kernels_of[m.name] if k[1] == "triton_reduction"]
             flip = max(red, key=lambda k: k[2])[0] if red and two_config and j % 4 == 1 else None
             neighbour = slow_night[1] if slow_night and t == slow_night[0] else 1.0
@@ -481,7 +485,8 @@ def write_tables(root: Path, models: list[Model], n_jobs: int, nights: int, rng:
                                "category": cat, "device_ms": ms, "count": 1.0, "share_pct": None, "pct_of_wall": None,
                                "source": None, "model_modules": None})
             row = {c: None for c in tables.JOB_COLUMNS}
-            row.update({"job": j, "key": f"model={m.name},n={j}", "label": f"{m.name} #{j}", "status": "ok",
+            row.update({"job": j, "key": f"model={m.name},n={j}", "label": f"{m.name} #{j}",
+                        "status": "failed" if gone else "ok",
                         "model": m.name.split()[0], "device_ms": total,
                         "compiled_step_ms": m.step_ms * math.exp(rng.normal(0, 0.02)) * neighbour,
                         "sm_clock_mhz": 1980.0 / (1.1 if neighbour != 1.0 else 1.0),
@@ -492,7 +497,8 @@ def write_tables(root: Path, models: list[Model], n_jobs: int, nights: int, rng:
                    f"2026-12-{t - 29:02d}T02:00:00", "elapsed_s": 1.0, "complete": True,
                    "counts": {"ok": n_jobs, "failed": 0, "skipped": 0, "cancelled": 0},
                    "jobs": [{"num": j, "overrides": [f"n={j}"], "status": "ok", "dir": str(d / str(j))}
-                            for j in range(n_jobs)]}
+                            for j in range(n_jobs)
+                            if not (broken and broken[2] == "missing" and j == broken[1] and t >= broken[0])]}
         (d / "summary.json").write_text(json.dumps(summary))
         (d / "tables").mkdir(exist_ok=True)
         jobs = pd.DataFrame(jobs_rows, columns=list(tables.JOB_COLUMNS))

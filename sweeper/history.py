@@ -16,6 +16,7 @@ into a sweep folder; files are written only where --out says.
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import sys
 from pathlib import Path
@@ -72,6 +73,18 @@ TREND_HELP = """Draw each job's compiled step time over the last complete sweeps
 by the date each sweep started."""
 
 
+def _positive(text: str) -> int:
+    """An argument that counts something: a whole number of at least 1 (`--last 0` read every
+    night, `--last -1` dropped one, `--top -3` printed nonsense)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: give 1 or more")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m sweeper.history", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -94,8 +107,8 @@ def _parser() -> argparse.ArgumentParser:
     g = sub.add_parser("changes", help="change points over the nightly history", description=CHANGES_HELP,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument("root", type=Path, help="the folder holding the nights (e.g. outputs/nightly), as trend reads it")
-    g.add_argument("--last", type=int, default=30, help="how many complete nights (default %(default)s)")
-    g.add_argument("--top", type=int, default=20, help="changes listed (default %(default)s)")
+    g.add_argument("--last", type=_positive, default=30, help="how many complete nights (default %(default)s)")
+    g.add_argument("--top", type=_positive, default=20, help="changes listed (default %(default)s)")
     g.add_argument("--out", type=Path, help="also write changes.csv into this folder")
     g.add_argument("--fail-on-regression", action="store_true",
                    help="exit with code 1 when a change to slower, larger or failing starts within the last "
@@ -115,13 +128,34 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--fail-on-regression", action="store_true", help="exit with code 1 when a job is confirmed slower")
     t = sub.add_parser("trend", help="compiled step time over the last sweeps", description=TREND_HELP)
     t.add_argument("outputs", type=Path, help="the folder holding the sweeps (e.g. outputs/nightly)")
-    t.add_argument("--last", type=int, default=10, help="how many complete sweeps (default %(default)s)")
+    t.add_argument("--last", type=_positive, default=10, help="how many complete sweeps (default %(default)s)")
     t.add_argument("--out", type=Path, help="the figure's path (default: OUTPUTS_DIR/trend.png)")
     return ap
 
 
+def _out_problem(args) -> str | None:
+    """Why --out cannot be written, asked before any analysis (a traceback after minutes of
+    it helped nobody); None where it can."""
+    out = getattr(args, "out", None)
+    if out is None:
+        return None
+    folder = Path(out).parent if args.cmd == "trend" else Path(out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".sweeper-write-check-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        return f"--out {out} cannot be written ({e.strerror or e}): give a folder you can write"
+    return None
+
+
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    problem = _out_problem(args)
+    if problem:
+        print(f"sweeper.history: {problem}", file=sys.stderr)
+        return 2
     try:
         if args.cmd == "compare":
             return _compare(args)
@@ -189,7 +223,7 @@ def _compare_builds(args, sweep: Path) -> int:
 
 
 def _changes(args) -> int:
-    from sweeper.analysis.changes import WINDOW
+    from sweeper.analysis.changes import VERDICTS, WINDOW
     from sweeper.reporting.changes_text import changes_frame, changes_text, read_changes
 
     if not args.root.is_dir():
@@ -208,7 +242,7 @@ def _changes(args) -> int:
         changes_frame(got).to_csv(args.out / "changes.csv", index=False)
         print(f"wrote {args.out / 'changes.csv'}")
     recent = [c for c in got.changes if c.night >= len(got.nights) - WINDOW
-              and (c.level == "accuracy" or c.size_pct > 0)]
+              and (c.level in VERDICTS or c.size_pct > 0)]
     return 1 if args.fail_on_regression and recent else 0
 
 

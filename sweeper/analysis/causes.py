@@ -29,7 +29,7 @@ from sweeper.analysis.changes import Change
 POOLED = ("category", "family")
 NEAR = 1  # nights apart that two changes of one cause may start (a located night can be one off)
 SHARED = 0.5  # of the smaller pooled change's jobs, the share the other must have moved too
-_ORDER = {"accuracy": 0, "category": 1, "family": 2, "kernels": 3, "step": 4, "compile": 5, "memory": 6}
+_ORDER = {"status": 0, "accuracy": 0, "category": 1, "family": 2, "kernels": 3, "step": 4, "compile": 5, "memory": 6}
 
 
 @dataclass
@@ -53,14 +53,14 @@ class Cause:
 
     @property
     def direction(self) -> str:
-        return "fails" if self.lead.level == "accuracy" else self.lead.direction
+        return "fails" if self.lead.level in ("accuracy", "status") else self.lead.direction
 
     def of(self, level: str) -> list[Change]:
         return [c for c in self.changes if c.level == level]
 
 
 def _way(c: Change) -> int:
-    if c.level == "accuracy":
+    if c.level in ("accuracy", "status"):
         return 1  # a check that starts failing goes the way of a slowdown
     return 1 if c.size_pct > 0 else -1
 

@@ -18,9 +18,10 @@ How a change is found (a locator proposes a night, a test judges it, and it must
    of each job's nights in units of its own noise) with a BIC-like penalty (PENALTY x log
    of the nights). For a family, also the jobs' scan (job_scan): nights where at least
    MIN_TOUCHED of its jobs step the same way, which a mean over 100 jobs hides when 5 moved.
-   ruptures was chosen over signal-processing-algorithms / Apache Otava (E-divisive, a
-   source distribution with a build step) and asv's step detector (inside asv, not a
-   library of its own): a maintained wheel with several detectors, whose KernelCPD runs in
+   ruptures was chosen over Apache Otava (a wheel, but pinning old versions of its needs
+   and bringing heavy ones), signal-processing-algorithms (E-divisive, a source
+   distribution with a build step) and asv's step detector (inside asv, not a library of
+   its own): a maintained wheel with several detectors, whose KernelCPD runs in
    C (6 us a 30-night series: a 1,000-job history of 30 nights is thousands of series).
 2. *Whether*: at a proposed night, the nights before it (at least BASELINE, up to
    TEST_NIGHTS or the cut before) against those after (up to TEST_NIGHTS or the next cut).
@@ -53,6 +54,7 @@ import numpy as np
 
 from sweeper.analysis.drift import drift_of, episodes
 
+VERDICTS = ("accuracy", "status")  # changes that are a verdict (passed -> failed, ok -> failed or missing), not a size
 WINDOW = 6  # the last nights whose changes --fail-on-regression and the report call recent (HUD's 6 days)
 BASELINE = 5  # nights before a change that its test needs, at least (a shorter baseline is one preempted night from a flag)
 TEST_NIGHTS = 12  # nights before (and after) a cut that its test reads, at most (up to the next cut)
@@ -472,6 +474,7 @@ class History:
     versions: list[dict[str, str]] = field(default_factory=list)  # a night's versions (torch, triton, ...)
     modules: dict[str, tuple[str, ...]] = field(default_factory=dict)  # family -> model modules it computes
     family_category: dict[str, str] = field(default_factory=dict)  # family -> its kernels' category
+    status: dict[str, list[str | None]] = field(default_factory=dict)  # job key -> its status a night (None: not run)
     # per night, what the jobs' records say of the machine (median over the jobs): sm_clock_mhz,
     # host_busy_cores, slowed_rounds (sweeper/analysis/night_noise.explain)
     machine: dict[str, np.ndarray] = field(default_factory=dict)
@@ -491,6 +494,7 @@ def find_changes(history: History, penalty: float = PENALTY, q: float = FDR_Q) -
         candidates += job_candidates(level, job, values, penalty)
     changes, history.cleaned.episodes = episodes(
         decide(candidates, q), lambda key: noise_of(np.log(judged.per_job[key])) if key in judged.per_job else 0.0)
+    changes += status_changes(history)
     for job, verdicts in history.accuracy.items():
         for t in range(1, len(verdicts)):
             if verdicts[t - 1] == "passed" and verdicts[t] == "failed":
@@ -499,8 +503,20 @@ def find_changes(history: History, penalty: float = PENALTY, q: float = FDR_Q) -
     for c in changes:
         if c.level == "family":
             c.modules = history.modules.get(c.name, ())
-    order = {"accuracy": 0, "category": 1, "family": 2, "kernels": 3, "step": 4, "compile": 5, "memory": 6}
+    order = {"status": 0, "accuracy": 0, "category": 1, "family": 2, "kernels": 3, "step": 4, "compile": 5, "memory": 6}
     return sorted(changes, key=lambda c: (order.get(c.level, 9), -abs(c.size_pct) if c.size_pct == c.size_pct else 0))
+
+
+def status_changes(history: History) -> list[Change]:
+    """A job that ran ok one night and failed, or was not in the next night's sweep: a change
+    by itself (not tested), as a check against eager that starts failing."""
+    out = []
+    for job, seq in history.status.items():
+        for t in range(1, len(seq)):
+            if seq[t - 1] == "ok" and seq[t] != "ok":
+                what = "missing" if seq[t] is None else seq[t]
+                out.append(Change("status", job, t, float("nan"), (float("nan"), float("nan")), 0.0, (job,), 1, what))
+    return out
 
 
 def versions_between(history: History, night: int) -> dict[str, tuple[str, str]]:
@@ -523,7 +539,14 @@ def build_history(nights: Sequence[tuple[str, Any, Any]], modules_of: Mapping[st
     job_rows, fam_rows = [], []
     ids: dict[str, dict[str, int]] = {"key": {}, "family": {}, "category": {}}
     versions = []
+    status: dict[str, list[str | None]] = {}
+    all_labels: dict[str, str] = {}
     for t, (_, night_jobs, kernels) in enumerate(nights):
+        for key, st, label in zip(night_jobs["key"], night_jobs["status"], night_jobs.get("label", night_jobs["key"])):
+            row = status.setdefault(str(key), [None] * n)
+            if row[t] != "ok":  # a repeat that ran ok makes the job ok that night
+                row[t] = str(st)
+            all_labels.setdefault(str(key), str(label))
         jobs = night_jobs[night_jobs["status"] == "ok"].drop_duplicates("key")
         key_of = dict(zip(jobs["job"], jobs["key"]))
         j = jobs.assign(night=t)
@@ -550,7 +573,7 @@ def build_history(nights: Sequence[tuple[str, Any, Any]], modules_of: Mapping[st
                                           "ms": k["device_ms"].to_numpy(dtype=float)}))
     jobs_all = pd.concat(job_rows, ignore_index=True) if job_rows else pd.DataFrame()
     labels = dict(zip(jobs_all.get("key", []), jobs_all.get("label", [])))
-    history = History(names, sorted(labels), labels, versions=versions)
+    history = History(names, sorted(labels), {**all_labels, **labels}, versions=versions, status=status)
     fams = pd.concat(fam_rows, ignore_index=True) if fam_rows else pd.DataFrame(
         {c: np.array([], dtype=np.int32) for c in ("night", "key", "family", "category")} | {"ms": np.array([])})
     name_of = {col: np.array(list(ids[col]), dtype=object) for col in ids}

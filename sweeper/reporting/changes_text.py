@@ -122,7 +122,7 @@ def _name(c: ch.Change, labels: dict[str, str]) -> str:
     if c.level == "family":
         return f"kernel family {c.name}"
     what = {"kernels": "kernel time a step", "step": "step time", "compile": "compile time", "memory": "peak memory",
-            "accuracy": "check against eager"}[c.level]
+            "accuracy": "check against eager", "status": "status"}[c.level]
     return f"{labels.get(c.name, c.name)}: {what}"
 
 
@@ -134,6 +134,8 @@ def change_line(c: ch.Change, got: Changes) -> str:
     before = got.nights[c.night - 1] if 0 < c.night <= len(got.nights) else "?"
     if c.level == "accuracy":
         text = f"{_name(c, labels)} fails from {night} (passed on {before})"
+    elif c.level == "status":
+        text = f"{labels.get(c.name, c.name)}: {c.evidence} on {night} (ok on {before})"
     elif c.drift_pct == c.drift_pct:
         text = f"{_name(c, labels)}: {drift_words(c, got)}"
     else:
@@ -151,7 +153,7 @@ def change_line(c: ch.Change, got: Changes) -> str:
     versions = versions_near(got.history, c.night, c.night)
     text += ("; versions that changed: " + ", ".join(versions) if versions
              else "; no version changed within a night of it")
-    if c.level != "accuracy":
+    if c.level not in ch.VERDICTS:
         text += f"; evidence: {c.evidence}; q={c.q_value:.2g}"
     return text
 
@@ -200,6 +202,11 @@ def cause_line(k: ca.Cause, got: Changes) -> str:
     night = got.nights[k.night] if k.night < len(got.nights) else str(k.night)
     if lead.level == "accuracy":
         return f"{night}: the check against eager fails in {count(len(k.jobs), 'job')} from this night"
+    if lead.level == "status":
+        words = sorted({c.evidence for c in k.of("status")})
+        return (f"{night}: {count(len(k.of('status')), 'job')} {' or '.join(words)} that ran ok the night before: "
+                + ", ".join(h.labels.get(c.name, c.name) for c in k.of("status")[:3])
+                + (f" and {len(k.of('status')) - 3} more" if len(k.of("status")) > 3 else ""))[:200]
     fams = k.of("family")
     if lead.drift_pct == lead.drift_pct:
         return f"{_name(lead, h.labels)}: {drift_words(lead, got)}; q={lead.q_value:.1g}"
@@ -231,6 +238,8 @@ def member_line(c: ch.Change, got: Changes) -> str:
     labels = got.history.labels
     if c.level == "accuracy":
         return f"{_name(c, labels)} fails (passed the night before)"
+    if c.level == "status":
+        return f"{labels.get(c.name, c.name)}: {c.evidence} (ok the night before)"
     night = got.nights[c.night] if c.night < len(got.nights) else str(c.night)
     if c.drift_pct == c.drift_pct:
         text = f"{_name(c, labels)}: {drift_words(c, got)}"

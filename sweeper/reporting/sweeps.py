@@ -45,8 +45,12 @@ def complete_sweeps_under(outputs: Path, depth: int = 2) -> tuple[list[Path], li
     sweep folder skipped. Not deeper: a sweep folder's parent may be /tmp."""
     found, notes = [], []
     summaries = [p for d in range(depth + 1) for p in Path(outputs).glob("/".join(["*"] * d + ["summary.json"]))]
+    seen: set[Path] = set()
     for s in summaries:
         sweep = s.parent.resolve()
+        if sweep in seen:  # a second path to one sweep (a `latest` link, a link to the root): one night
+            continue
+        seen.add(sweep)
         ok, why = sweep_state(sweep)
         if ok:
             found.append((started_at(sweep), str(sweep), sweep))

@@ -146,7 +146,7 @@ def change_marks(ax, sweeps: list[Path], data: pd.DataFrame) -> list[str]:
         if when is None or pd.isna(when):
             continue
         what = (c.name if c.level in ("category", "family") else f"{labels.get(c.name, c.name)} {c.level}")
-        size = "fails" if c.level == "accuracy" else f"{c.size_pct:+.1f}%"
+        size = "fails" if c.level in ("accuracy", "status") else f"{c.size_pct:+.1f}%"
         size += f" with {count(len(k.changes) - 1, 'more series', 'more series')}" if len(k.changes) > 1 else ""
         text = f"change {i}: {what} {size} from {got.nights[c.night]}"
         ax.axvline(when, color="tab:red", linestyle=":", linewidth=1.2, label=text)
