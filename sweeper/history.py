@@ -123,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--processes", type=int, default=2,
                    help="processes a side, the rounds dealt over them: a shift within one side's own processes' "
                         "spread is not confirmed (default %(default)s)")
-    f.add_argument("--calls", type=int, help="calls of the step a round (default: the job's measure.timed_steps)")
+    f.add_argument("--calls", type=_positive, help="calls of the step a round (default: the job's measure.timed_steps)")
     f.add_argument("--out", type=Path, help="the work folders and confirm.csv go here (default: a temporary folder)")
     f.add_argument("--fail-on-regression", action="store_true", help="exit with code 1 when a job is confirmed slower")
     t = sub.add_parser("trend", help="compiled step time over the last sweeps", description=TREND_HELP)
@@ -255,6 +255,10 @@ def _confirm(args) -> int:
             print(f"sweeper.history: {name} {path} is not a folder: give a sweep folder or a job folder (with "
                   "result.json)", file=sys.stderr)
             return 2
+    if args.new.resolve() == args.old.resolve():
+        print(f"sweeper.history: NEW and OLD are the same folder ({args.new}): give the night to judge and the one "
+              "to hold it against", file=sys.stderr)
+        return 2
     if args.processes < 1:
         print(f"sweeper.history: --processes {args.processes}: at least 1", file=sys.stderr)
         return 2

@@ -120,6 +120,23 @@ def no_colour(text):
     return _ANSI.sub("", text) if isinstance(text, str) else text
 
 
+class NotRegularFile(OSError):
+    """A path that is there but is no regular file: a FIFO, a device, a socket."""
+
+
+def regular_bytes(path: str | Path) -> bytes:
+    """A file's bytes, read only where it is a regular file: opening a FIFO in place of a
+    summary or record waits for a writer forever (an aggregation hung 11 minutes on one)."""
+    import stat
+
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(f"{path} is not a regular file (a FIFO, device or socket): remove it, or put the "
+                             "file it should be in its place")
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def read_record(path: str | Path) -> Record:
     """The checked record of a job folder, of its result.json, or of a record saved
     compressed (NAME.result.json.gz, as under bench/results/ and tests/fixtures/)."""
@@ -127,12 +144,12 @@ def read_record(path: str | Path) -> Record:
     if path.is_dir():
         path = path / RESULT_FILE
     try:
-        if path.suffix == ".gz":
-            record = json.loads(gzip.decompress(path.read_bytes()).decode("utf-8"))
-        else:
-            record = json.loads(path.read_text(encoding="utf-8"))
+        data = regular_bytes(path)
+        record = json.loads((gzip.decompress(data) if path.suffix == ".gz" else data).decode("utf-8"))
     except FileNotFoundError:
         raise RecordError(f"{path}: no result record (the job did not finish)") from None
+    except NotRegularFile as e:
+        raise RecordError(str(e)) from None
     except (json.JSONDecodeError, UnicodeDecodeError, gzip.BadGzipFile, EOFError) as e:
         raise RecordError(
             f"{path}: corrupt or truncated result record ({e}); re-run the job to replace it"

@@ -101,3 +101,75 @@ def test_out_on_a_file_is_said_before_the_analysis(bench_models, tmp_path):
             (cmd, got.stderr)
     got = _history("trend", str(tmp_path / "n"), "--out", str(blocker / "sub" / "trend.png"))
     assert got.returncode == 2 and "cannot be written" in got.stderr, got.stderr
+
+
+def test_a_fifo_in_place_of_a_summary_or_record_hangs_nothing(bench_models, tmp_path):
+    """Case 14: a FIFO in place of summary.json hung `changes`, and one in place of a record
+    hung the aggregation; only regular files are opened."""
+    from sweeper.record import RecordError, read_record
+
+    bench, models = bench_models
+    root = tmp_path / "nightly"
+    nights = bench.write_tables(root, models, 4, 8, np.random.default_rng(6))
+    (nights[3] / "summary.json").unlink()
+    os.mkfifo(nights[3] / "summary.json")
+    got = subprocess.run([sys.executable, "-m", "sweeper.history", "changes", str(root)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0 and "# change points over 7 nights" in got.stdout, got.stdout + got.stderr
+    assert f"skipped {nights[3]}" in got.stderr and "not a regular file" in got.stderr, got.stderr
+    job = tmp_path / "job"
+    job.mkdir()
+    os.mkfifo(job / "result.json")
+    with pytest.raises(RecordError, match="not a regular file"):
+        read_record(job)
+
+
+def test_seeds_past_torch_and_repeated_seeds_stop_the_sweep(tmp_path):
+    """Case 18: a seed above 2^63 passed the checks and failed in the job; `seed=0,0` made two
+    identical jobs. Both stop the sweep before any job, with the fix."""
+    from sweeper.sweep.validate import SweepConfigError, check_sweep, job_problems
+
+    cfg = {"model": "resnet18", "seed": 2 ** 63}
+    assert job_problems(cfg) == [f"seed={2 ** 63}: must be a whole number from 0 to 2^63-1 ({2 ** 63 - 1})"]
+    assert job_problems({"model": "resnet18", "seed": 2 ** 63 - 1}) == []
+    assert "seed=-1" in job_problems({"model": "resnet18", "seed": -1})[0]
+    with pytest.raises(SweepConfigError, match=r"job #1 \(seed=0\): the same job as #0 \(seed=0\)"):
+        check_sweep([(0, ["seed=0"], {"model": "resnet18", "seed": 0}), (1, ["seed=0"], {"model": "resnet18", "seed": 0})])
+    check_sweep([(0, ["seed=0"], {"model": "resnet18", "seed": 0}), (1, ["seed=1"], {"model": "resnet18", "seed": 1})])
+    # through the real command: Hydra composes, nothing runs, no job folder is made
+    sweep = tmp_path / "sweep"
+    got = subprocess.run([sys.executable, "-m", "sweeper", "seed=0,0", f"hydra.sweep.dir={sweep}"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert got.returncode == 2 and "the same job as #0" in got.stderr, got.stderr[-2000:]
+    assert not sweep.exists() or not any(p.is_dir() and p.name.isdigit() for p in sweep.iterdir())
+    got = subprocess.run([sys.executable, "-m", "sweeper", f"seed={2 ** 64}", f"hydra.sweep.dir={sweep}"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert got.returncode == 2 and "must be a whole number from 0 to 2^63-1" in got.stderr, got.stderr[-2000:]
+
+
+def test_store_export_onto_a_device_or_fifo_replaces_nothing(tmp_path):
+    """Case 16: `store export` onto a device node replaced it with a regular file (exit 0)."""
+    import stat
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = subprocess.run([sys.executable, "-m", "sweeper.store", "--store", str(tmp_path / "s"), "export", str(fifo)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert got.returncode == 2 and "not a regular file" in got.stderr, got.stdout + got.stderr
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    got = subprocess.run([sys.executable, "-m", "sweeper.store", "--store", str(tmp_path / "s"), "export", "/dev/null"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert got.returncode == 2 and "not a regular file" in got.stderr, got.stdout + got.stderr
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_confirm_refuses_what_it_cannot_judge_before_compiling(bench_models, tmp_path):
+    """Case 13: NEW = OLD exited 0 with "nothing to confirm"; `--calls -3` failed only after
+    both sides compiled; `--calls 0` silently meant the default."""
+    bench, models = bench_models
+    nights = bench.write_tables(tmp_path, models, 2, 2, np.random.default_rng(8))
+    got = _history("confirm", str(nights[1]), str(nights[1]))
+    assert got.returncode == 2 and "the same folder" in got.stderr, got.stderr
+    for calls in ("-3", "0"):
+        got = _history("confirm", str(nights[1]), str(nights[0]), "--calls", calls)
+        assert got.returncode == 2 and "--calls" in got.stderr and "Traceback" not in got.stderr, got.stderr

@@ -87,7 +87,7 @@ def changes_of(sweeps: list[Path], notes: list[str] | None = None, penalty: floa
     nights = [_night_tables(s) for s in sweeps]
     history = ch.build_history(nights, modules_of=_family_modules(nights))
     found = ch.find_changes(history, penalty, q) if len(sweeps) >= MIN_NIGHTS else []
-    return Changes([s.name for s in sweeps], sweeps, history, found, notes, false_rate_line())
+    return Changes([s.name for s in sweeps], sweeps, history, found, notes, false_rate_line(len(history.jobs)))
 
 
 def _family_modules(nights) -> dict[str, list[str]]:
@@ -106,14 +106,18 @@ def _family_modules(nights) -> dict[str, list[str]]:
     return {f: [m for m, _ in sorted(c.items(), key=lambda kv: -kv[1])[:5]] for f, c in counts.items()}
 
 
-def false_rate_line() -> str:
-    from sweeper.reporting.change_rates import AA_FALSE_FLAGS
+def false_rate_line(jobs: int | None = None) -> str:
+    """The A/A false-alarm rate of these thresholds, naming the size and the noise of the
+    histories it was measured on (sweeper/reporting/change_rates.py), and this history's size
+    where it differs."""
+    from sweeper.reporting.change_rates import AA_RATES
 
-    rate = AA_FALSE_FLAGS.get((ch.PENALTY, ch.FDR_Q))
+    rate = AA_RATES.get((ch.PENALTY, ch.FDR_Q))
     if rate is None:
         return "false-alarm rate at these thresholds: not measured (bench/change_detection.py)"
-    return (f"at these thresholds: {rate:g} false flags per 100 nights of 200 jobs on A/A histories "
-            f"({AA_NOTE})")
+    here = f"; this history has {count(jobs, 'job')}" if jobs and jobs != rate.jobs else ""
+    return (f"at these thresholds: {rate.per_100_nights:g} false flags per 100 nights on A/A histories of "
+            f"{rate.nights} nights x {rate.jobs} jobs with {rate.noise} ({AA_NOTE}){here}")
 
 
 def _name(c: ch.Change, labels: dict[str, str]) -> str:

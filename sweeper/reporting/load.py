@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import pandas as pd
 
-from sweeper.record import Record, RecordError, read_record, relocate
+from sweeper.record import Record, RecordError, read_record, regular_bytes, relocate
 from sweeper.reporting.tables import (DECISION_COLUMNS, MODEL_MODULE_COLUMNS, RECOVERABLE_COLUMNS, decision_rows,
                                       recoverable_rows)
 
@@ -49,7 +49,7 @@ def _job_dirs(sweep_dir: Path) -> tuple[dict, dict[int, Path], list[str]]:
     summary: dict = {}
     if summary_path.exists():
         try:
-            summary = json.loads(summary_path.read_text())
+            summary = json.loads(regular_bytes(summary_path))
         except (OSError, ValueError) as e:
             notes.append(f"{summary_path} could not be read ({e}); jobs were found from their folders")
         else:

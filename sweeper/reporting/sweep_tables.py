@@ -12,13 +12,14 @@ import pandas as pd
 from pyarrow.lib import ArrowException
 
 from sweeper.reporting import tables
+from sweeper.record import regular_bytes
 from sweeper.reporting.load import LoadedSweep, read_sweep, summary_problem
 
 
 def read_summary(sweep: Path) -> dict | str:
     """A sweep folder's summary.json, or why it cannot be read."""
     try:
-        summary = json.loads((Path(sweep) / "summary.json").read_text())
+        summary = json.loads(regular_bytes(Path(sweep) / "summary.json"))
     except (OSError, ValueError) as e:
         return f"its summary.json cannot be read ({e})"
     problem = summary_problem(summary)

@@ -41,6 +41,11 @@ def keys(store: Path) -> list[Path]:
 
 
 def export(store: Path, out: Path) -> int:
+    if os.path.lexists(out) and not out.is_file():
+        # a device, FIFO, folder or dangling link there: replacing it with a regular file
+        # (as os.replace would) destroys what the user pointed at
+        raise StoreCommandError(f"{out}: there is something there that is not a regular file (a device, FIFO, folder "
+                                "or link to nothing); name a new file, or a regular file to replace")
     found = keys(store)
     if not found:
         raise StoreCommandError(f"{store}: the store is empty, nothing to export (run an autotune=on sweep first, "

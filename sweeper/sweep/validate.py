@@ -9,6 +9,9 @@ from __future__ import annotations
 from sweeper.models import UnknownModelError, check_model_name
 
 
+SEED_LIMIT = 2 ** 63  # seeds below this
+
+
 class SweepConfigError(ValueError):
     """One or more jobs of the sweep cannot run as configured."""
 
@@ -66,6 +69,9 @@ def setting_problem(key: str, value) -> str | None:
         except UnknownModelError as e:
             return str(e)
         return None
+    if key == "seed" and not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < SEED_LIMIT):
+        # torch.manual_seed takes no more: a larger seed passed here and failed in the job
+        return f"seed={value}: must be a whole number from 0 to 2^63-1 ({SEED_LIMIT - 1})"
     declared = declared_keys().get(key)
     if declared is None or value is None:
         return None
@@ -110,7 +116,7 @@ def job_problems(cfg: dict) -> list[str]:
 def check_sweep(jobs: list[tuple[int, list[str], dict]], gpus_available: float | None = None) -> None:
     """Raise SweepConfigError listing every problem of every job (num, overrides, config).
     `gpus_available`, when known, catches device=cuda on a machine or cluster without GPUs."""
-    lines = []
+    lines = _same_jobs(jobs)
     for num, overrides, cfg in jobs:
         problems = job_problems(cfg)
         if gpus_available is not None and cfg.get("device") == "cuda" and gpus_available <= 0:
@@ -120,6 +126,27 @@ def check_sweep(jobs: list[tuple[int, list[str], dict]], gpus_available: float |
     if lines:
         raise SweepConfigError(
             f"{len(lines)} problem(s) found before starting; no job was run:\n" + "\n".join(lines))
+
+
+def _same_jobs(jobs: list[tuple[int, list[str], dict]]) -> list[str]:
+    """A problem for every job that is another job of the sweep again (seed=0,0): two
+    identical jobs measure nothing twice, and share one compile and one record's name."""
+    import json
+
+    from sweeper.identity import identity
+
+    first: dict[str, tuple[int, list[str]]] = {}
+    out = []
+    for num, overrides, cfg in jobs:
+        key = json.dumps(identity(cfg), sort_keys=True, default=str)
+        if key in first:
+            other, other_overrides = first[key]
+            out.append(f"  job #{num} ({' '.join(overrides) or 'defaults'}): the same job as #{other} "
+                       f"({' '.join(other_overrides) or 'defaults'}); give each repeat a seed of its own "
+                       "(seed=0,1), or drop the repeated value")
+        else:
+            first[key] = (num, overrides)
+    return out
 
 
 def stop_on_problem(check, *args):
