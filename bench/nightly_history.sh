@@ -84,7 +84,7 @@ confirm() {  # confirm NEW OLD NAME
   if [ "$(left)" -lt 240 ]; then log "deadline: confirm $3 not run"; return; fi
   local t=$(date +%s)
   timeout $(( $(left) - 30 )) python3 -m sweeper.history confirm "$S/nightly/$1" "$S/nightly/$2" --job "$CONFIRM_JOB" \
-    --out "$S/confirm_$3" > "$S/confirm_$3.md" 2>&1
+    --python "$S/env_good/bin/python" --python "$S/env_changed/bin/python" --out "$S/confirm_$3" > "$S/confirm_$3.md" 2>&1
   log "confirm $3 ($1 against $2) rc=$? wall_s=$(( $(date +%s) - t ))"
   cp "$S/confirm_$3/confirm.csv" "$S/confirm_$3.csv.md" 2>/dev/null
   pack

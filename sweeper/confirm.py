@@ -200,9 +200,30 @@ def confirm_pair(pair: Pair, work: Path, rounds: int, calls: int | None, process
             s.close()
 
 
+def _path(python: str) -> str:
+    # as written, not resolved: a venv's python is a link to the base one, and what it runs
+    # (its site-packages, its .pth files) follows the path it was started by
+    return os.path.normpath(os.path.abspath(os.path.expanduser(python)))
+
+
+def check_interpreters(pairs: list[Pair], trusted: list[str]) -> None:
+    """Refuse, before anything runs, a side whose record names an interpreter that is neither
+    this command's nor one the user named (--python): a job folder is data, and a crafted one
+    named a script that ran as whoever confirmed."""
+    allowed = {_path(sys.executable), *(_path(p) for p in trusted)}
+    for pair in pairs:
+        for job_dir in (pair.old_dir, pair.new_dir):
+            python = spec_of(job_dir).get("python_executable") or sys.executable
+            if _path(python) not in allowed:
+                raise ConfirmError(f"{job_dir}: its job ran under {python}, which confirm runs only when you name it: "
+                                   f"add --python {python} if you trust it (the job folder says which interpreter to "
+                                   "run; nothing was run)")
+
+
 def run_confirm(new: Path, old: Path, jobs: list[str] | None, rounds: int, calls: int | None, out: Path | None,
-                processes: int = 2) -> tuple[list[PairResult], list[str]]:
+                processes: int = 2, pythons: list[str] | None = None) -> tuple[list[PairResult], list[str]]:
     pairs, notes = pairs_of(new, old, jobs)
+    check_interpreters(pairs, list(pythons or []))
     root = Path(out) if out else Path(tempfile.mkdtemp(prefix="sweeper-confirm-"))
     results = []
     for i, pair in enumerate(pairs):

@@ -125,6 +125,9 @@ def _parser() -> argparse.ArgumentParser:
                         "spread is not confirmed (default %(default)s)")
     f.add_argument("--calls", type=_positive, help="calls of the step a round (default: the job's measure.timed_steps)")
     f.add_argument("--out", type=Path, help="the work folders and confirm.csv go here (default: a temporary folder)")
+    f.add_argument("--python", action="append", default=[], metavar="PATH",
+                   help="an interpreter a side may run under besides this one (a record names the interpreter its "
+                        "job ran under; confirm runs only those you name); repeat for more")
     f.add_argument("--fail-on-regression", action="store_true", help="exit with code 1 when a job is confirmed slower")
     t = sub.add_parser("trend", help="compiled step time over the last sweeps", description=TREND_HELP)
     t.add_argument("outputs", type=Path, help="the folder holding the sweeps (e.g. outputs/nightly)")
@@ -255,9 +258,10 @@ def _confirm(args) -> int:
             print(f"sweeper.history: {name} {path} is not a folder: give a sweep folder or a job folder (with "
                   "result.json)", file=sys.stderr)
             return 2
-    if args.new.resolve() == args.old.resolve():
-        print(f"sweeper.history: NEW and OLD are the same folder ({args.new}): give the night to judge and the one "
-              "to hold it against", file=sys.stderr)
+    if args.new.resolve() == args.old.resolve() and not args.job:
+        print(f"sweeper.history: NEW and OLD are the same folder ({args.new}), and no --job: a sweep against itself "
+              "flags nothing to confirm; give the night to judge and the one to hold it against, or --job for an "
+              "A/A run of one job", file=sys.stderr)
         return 2
     if args.processes < 1:
         print(f"sweeper.history: --processes {args.processes}: at least 1", file=sys.stderr)
@@ -267,7 +271,8 @@ def _confirm(args) -> int:
               file=sys.stderr)
         return 2
     try:
-        results, notes = run_confirm(args.new, args.old, args.job, args.rounds, args.calls, args.out, args.processes)
+        results, notes = run_confirm(args.new, args.old, args.job, args.rounds, args.calls, args.out, args.processes,
+                                     args.python)
     except ConfirmError as e:
         print(f"sweeper.history: {e}", file=sys.stderr)
         return 2

@@ -4,6 +4,7 @@ settings (batch 2 and 32) and the real command; the statistics against hand valu
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -94,3 +95,23 @@ def test_confirm_bad_input(two_settings, tmp_path):
     assert got.returncode == 2 and "no job of both sweeps matches model=no_such_model" in got.stderr, got.stderr
     got = _history("confirm", two_settings / "1", two_settings / "0", "--rounds", "3")
     assert got.returncode == 2 and "at least 5" in got.stderr
+
+
+def test_confirm_runs_no_interpreter_a_record_names_unless_told(two_settings, tmp_path):
+    """Faults round 6, case 11: a crafted job folder's record named a script as its
+    interpreter, and confirm ran it. Now it is refused before anything runs, with the fix
+    (--python), and runs once named."""
+    import shutil
+
+    crafted = tmp_path / "sweep"
+    shutil.copytree(two_settings, crafted, ignore=shutil.ignore_patterns("cache", "traces", "modules"))
+    marker = tmp_path / "ran"
+    script = tmp_path / "evil.sh"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    script.chmod(0o755)
+    rec = json.loads((crafted / "1" / "result.json").read_text())
+    rec["environment"]["python_executable"] = str(script)
+    (crafted / "1" / "result.json").write_text(json.dumps(rec))
+    got = _history("confirm", crafted / "1", crafted / "0", "--rounds", "6")
+    assert got.returncode == 2 and f"add --python {script}" in got.stderr, got.stdout + got.stderr
+    assert not marker.exists()
