@@ -1,7 +1,8 @@
 """The Ray launcher's core: a sweep's jobs launched on Ray and collected as they finish.
 
-Why our own launcher: the published hydra-ray-launcher pinned an old Ray for years, pulls
-boto3 and aiohttp, and loses every result when one worker crashes (shared/DESIGN.md).
+Why our own launcher: the published hydra-ray-launcher (1.2.2 allows any Ray 2.x, though it
+pinned an old Ray for years) pulls boto3 and aiohttp, and loses every result when one worker
+crashes (shared/DESIGN.md).
 
 How a sweep runs:
 - Ray is embedded (a local Ray on 127.0.0.1, no dashboard, token authentication on, a

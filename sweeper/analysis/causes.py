@@ -126,9 +126,9 @@ def group(changes: Sequence[Change]) -> list[Cause]:
         rest = [c for c in members if c is not lead]
         jobs: list[str] = []
         for c in [lead, *rest]:
-            for j in (c.jobs if c.level in POOLED else (c.name,)):
-                if j not in jobs:
-                    jobs.append(j)
+            for name in (c.jobs if c.level in POOLED else (c.name,)):
+                if name not in jobs:
+                    jobs.append(name)
         causes.append(Cause([lead, *rest], tuple(jobs)))
     return sorted(causes, key=lambda k: (k.night, _lead_rank(k.lead)))
 

@@ -514,7 +514,7 @@ def status_changes(history: History) -> list[Change]:
     for job, seq in history.status.items():
         for t in range(1, len(seq)):
             if seq[t - 1] == "ok" and seq[t] != "ok":
-                what = "missing" if seq[t] is None else seq[t]
+                what = seq[t] or "missing"
                 out.append(Change("status", job, t, float("nan"), (float("nan"), float("nan")), 0.0, (job,), 1, what))
     return out
 

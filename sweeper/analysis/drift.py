@@ -72,7 +72,8 @@ def episodes(changes: list, noise_of_series) -> tuple[list, list]:
     by_series: dict[tuple[str, str], list] = {}
     for c in changes:
         by_series.setdefault((c.level, c.name), []).append(c)
-    dropped, pairs = set(), []
+    dropped: set[int] = set()
+    pairs: list[tuple] = []
     for key, cs in by_series.items():
         if key[0] in ("accuracy",) or len(cs) < 2:
             continue
