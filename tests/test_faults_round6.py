@@ -173,3 +173,17 @@ def test_confirm_refuses_what_it_cannot_judge_before_compiling(bench_models, tmp
     for calls in ("-3", "0"):
         got = _history("confirm", str(nights[1]), str(nights[0]), "--calls", calls)
         assert got.returncode == 2 and "--calls" in got.stderr and "Traceback" not in got.stderr, got.stderr
+
+
+def test_report_links_only_inside_the_sweep_folder(tmp_path):
+    """Case 17: a crafted record's `../../../../etc/passwd` was linked, and `//host/x` became a
+    relative path (a link to another host). Only paths inside the sweep folder are links."""
+    from sweeper.reporting.html_parts import link
+
+    sweep = tmp_path / "sweep"
+    for bad in ("../../../../etc/passwd", "/etc/passwd", "//host/x", str(tmp_path / "other" / "job.log"),
+                "file:///etc/passwd", str(sweep) + "-other/0/job.log"):
+        got = link(bad, sweep, "log")
+        assert "href" not in got and "not linked" in got, (bad, got)
+    assert link(str(sweep / "0" / "job.log"), sweep, "log") == '<a href="0/job.log">log</a>'
+    assert link(f"file://{sweep}/0/job.log", sweep, "log") == '<a href="0/job.log">log</a>'

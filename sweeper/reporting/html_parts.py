@@ -58,10 +58,10 @@ LINKABLE = ("http", "https", "file")  # the only schemes a report links to
 
 
 def link(path: str | None, sweep_dir: Path, text: str) -> str:
-    """A link to a job's file: relative to the sweep folder for a path (the folder can be
-    copied elsewhere), as it is for http(s) and file URIs; an object store's URI shown as
-    text with the command that fetches it; any other scheme (a crafted record's
-    `javascript:`) never a link."""
+    """A link to a job's file: relative to the sweep folder for a path or file URI inside it
+    (the folder can be copied elsewhere), as it is for http(s); a path out of the sweep
+    folder shown, not linked; an object store's URI shown as text with the command that
+    fetches it; any other scheme (a crafted record's `javascript:`) never a link."""
     from urllib.parse import urlsplit
 
     if path is None or not text_of(path):
@@ -75,14 +75,21 @@ def link(path: str | None, sweep_dir: Path, text: str) -> str:
         how = FETCH.get(scheme, "").format(uri=path, r=_RECURSIVE.get(scheme, "") if folder else "")
         return (f"<code title='{esc('fetch it with: ' + how) if how else 'in object storage'}'>{esc(path)}</code>"
                 + (f" <span class='small'>({esc(how)})</span>" if how else ""))
-    if scheme in LINKABLE:
+    if scheme in ("http", "https"):  # the storage's own web address
         return f'<a href="{esc(path)}">{esc(text)}</a>'
-    if scheme:  # javascript:, data:, vbscript: and the like: shown, never followed
+    local = urlsplit(path).path if scheme == "file" else path
+    if scheme not in ("", "file"):  # javascript:, data:, vbscript: and the like: shown, never followed
         return f"<code>{esc(path)}</code>"
+    # a job's file is in the sweep folder: a path out of it (a crafted record's
+    # ../../../../etc/passwd, or //host/x, which a browser reads as another host) is shown, not linked
+    base = os.path.normpath(os.path.abspath(sweep_dir))
+    target = os.path.normpath(os.path.join(base, local)) if not local.startswith("/") else os.path.normpath(local)
+    if local.startswith("//") or not (target == base or target.startswith(base.rstrip(os.sep) + os.sep)):
+        return f"<code title='outside the sweep folder: not linked'>{esc(path)}</code>"
     try:
-        href = os.path.relpath(path, sweep_dir)  # relative: the folder can be copied elsewhere
+        href = os.path.relpath(target, base)  # relative: the folder can be copied elsewhere
     except ValueError:
-        href = path
+        href = target
     if ":" in href.split("/", 1)[0]:  # a relative path whose first part a browser would read as a scheme
         href = "./" + href
     return f'<a href="{esc(href)}">{esc(text)}</a>'
