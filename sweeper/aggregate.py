@@ -37,9 +37,26 @@ TABLES_DIR, FIGURES_DIR, REPORT_FILE = "tables", "figures", "report.html"
 PAGE_MAX_BYTES = 5_000_000
 
 
+def _check_writable(sweep_dir: Path) -> None:
+    """Raise AggregateError, having written nothing, where the sweep folder cannot take its
+    tables, figures and report (a read-only copy ended in a traceback half way)."""
+    import os
+
+    if not sweep_dir.is_dir():
+        return  # read_sweep says it
+    probe = sweep_dir / f".sweeper-write-check-{os.getpid()}"
+    try:
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise AggregateError(f"{sweep_dir} cannot be written ({e.strerror or e}): the report, tables/ and figures/ "
+                             "go into the sweep folder; copy it somewhere you can write and aggregate the copy") from None
+
+
 def aggregate(sweep_dir: Path) -> Path:
     """Write tables/, figures/ and report.html into the sweep folder; returns the report.
     The sweep is read once (load.read_sweep) and handed to every step."""
+    _check_writable(Path(sweep_dir))
     made_from = records_manifest(Path(sweep_dir))  # the records as they are read: later comparisons check it
     sweep = read_sweep(Path(sweep_dir))
     tdir = sweep.path / TABLES_DIR

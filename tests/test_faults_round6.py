@@ -187,3 +187,35 @@ def test_report_links_only_inside_the_sweep_folder(tmp_path):
         assert "href" not in got and "not linked" in got, (bad, got)
     assert link(str(sweep / "0" / "job.log"), sweep, "log") == '<a href="0/job.log">log</a>'
     assert link(f"file://{sweep}/0/job.log", sweep, "log") == '<a href="0/job.log">log</a>'
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere: a read-only folder is tested as a user")
+def test_aggregate_of_a_read_only_sweep_says_it_and_writes_nothing(tmp_path):
+    """Case 15: `aggregate` of a read-only sweep folder ended in a traceback."""
+    sweep = tmp_path / "sweep"
+    (sweep / "0").mkdir(parents=True)
+    (sweep / "summary.json").write_text("{}")
+    sweep.chmod(0o500)
+    try:
+        got = subprocess.run([sys.executable, "-m", "sweeper.aggregate", str(sweep)], cwd=ROOT, capture_output=True,
+                             text=True, timeout=300)
+    finally:
+        sweep.chmod(0o700)
+    assert got.returncode == 2 and "cannot be written" in got.stderr and "Traceback" not in got.stderr, got.stderr
+    assert sorted(p.name for p in sweep.iterdir()) == ["0", "summary.json"]
+
+
+def test_aggregate_checks_its_folder_before_reading(tmp_path, monkeypatch):
+    """Case 15 as root (CI): the same check, its write refused by the file system."""
+    from sweeper import aggregate as ag
+    from sweeper.reporting.load import AggregateError
+
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+
+    def refuse(self, *a, **k):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "write_text", refuse)
+    with pytest.raises(AggregateError, match="cannot be written .*Permission denied"):
+        ag.aggregate(sweep)
