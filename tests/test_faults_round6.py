@@ -219,3 +219,37 @@ def test_aggregate_checks_its_folder_before_reading(tmp_path, monkeypatch):
     monkeypatch.setattr(Path, "write_text", refuse)
     with pytest.raises(AggregateError, match="cannot be written .*Permission denied"):
         ag.aggregate(sweep)
+
+
+KEY, SECRET = "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # AWS's own example pair
+SECRET_URIS = [f"s3://{KEY}:{SECRET}@bucket/sweeps?region=us-east-1",
+               f"s3://bucket/sweeps?access_key={KEY}&secret_key={SECRET}&region=us-east-1",
+               f"s3://bucket/sweeps?region=us-east-1&X-Amz-Signature={SECRET}",
+               f"s3://bucket/sweeps?endpoint_override={KEY}:{SECRET}@minio:9000&region=us-east-1"]
+
+
+@pytest.mark.parametrize("uri", SECRET_URIS)
+def test_no_secret_of_any_shape_is_printed_or_written(tmp_path, uri):
+    """Case 2: a secret with `/` (AWS's example has two) was neither refused nor hidden, and
+    credentials in the query or in endpoint_override were echoed. Each shape is refused before
+    the sweep starts; neither half of the pair appears in the output or any file; the
+    suggested URI keeps the other options."""
+    from sweeper.stores.storage import credentials_in, redacted
+
+    assert credentials_in(uri) is not None and SECRET not in credentials_in(uri) and KEY not in credentials_in(uri)
+    assert SECRET not in redacted(uri) and KEY not in redacted(uri) and "***" in redacted(uri)
+    assert "region=us-east-1" in credentials_in(uri)
+    sweep = tmp_path / "sweep"
+    got = subprocess.run([sys.executable, "-m", "sweeper", f"hydra.launcher.storage_path='{uri}'",
+                          f"hydra.sweep.dir={sweep}"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert got.returncode == 2 and "is refused" in got.stderr, got.stdout[-2000:] + got.stderr[-2000:]
+    for text in (got.stdout, got.stderr, *(p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file())):
+        assert SECRET not in text and KEY not in text
+
+
+def test_storage_uris_without_secrets_pass():
+    from sweeper.stores.storage import credentials_in, redacted
+
+    for uri in ("s3://bucket/x?region=eu&endpoint_override=minio:9000", "s3://bucket/us@er/x", "/shared/sweeps",
+                "gs://bucket/x"):
+        assert credentials_in(uri) is None and redacted(uri) == uri, uri
