@@ -537,6 +537,9 @@ def main(argv=None) -> int:
              f"kernels {real.library_part:.0%} of that); {100 * real.two_config:.0f}% of a job's Triton families with "
              f"two configs {100 * real.gap[0]:.0f}-{100 * real.gap[1]:.0f}% apart, the slower picked on "
              f"{100 * real.slow_p:.0f}% of the nights. Every scenario below has it but the last A/A line.", "",
+             "\"Clear\": a family change at least twice the night-to-night spread of the kernels it hit before "
+             "it (a 3% change of a family that spreads 6% a night is under its noise in 30 nights); every other "
+             "kind counts as clear. "
              "A detection is right when it names an injected change (its family or category, or a job it touched, "
              "and the series) at its night, a night early or two late. The new method is scored by cause "
              "(sweeper/analysis/causes.py): one injected change found as one change; a cause that matches no "
@@ -546,14 +549,15 @@ def main(argv=None) -> int:
 
     def table(got: dict[str, Score], head: str) -> None:
         nonlocal lines
-        lines += [head, "", "| method | recall | precision | false flags | exact night | jobs named: recall, precision "
-                  "| recall by kind |", "|---|---|---|---|---|---|---|"]
+        lines += [head, "", "| method | recall | of the clear ones | precision | false flags | exact night | jobs named: "
+                  "recall, precision | recall by kind |", "|---|---|---|---|---|---|---|---|"]
         for name, sc in got.items():
             r, p, _ = f1(sc)
             kinds = ", ".join(f"{k} {v[0]}/{v[1]}" for k, v in sorted(sc.by_kind.items()))
             named = (f"{100 * sc.named[0] / sc.named[1]:.0f}%, {100 * sc.named[0] / max(sc.named[2], 1):.0f}%"
                      if sc.named[1] else "-")
-            lines.append(f"| {name} | {100 * r:.1f}% | {100 * p:.1f}% | {sc.false} | "
+            clear = f"{sc.clear[0]}/{sc.clear[1]}" if sc.clear[1] else "-"
+            lines.append(f"| {name} | {100 * r:.1f}% | {clear} | {100 * p:.1f}% | {sc.false} | "
                          f"{100 * sc.exact / sc.found if sc.found else float('nan'):.0f}% | {named} | {kinds} |")
         lines.append("")
 

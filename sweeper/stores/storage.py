@@ -143,6 +143,12 @@ def _s3(uri: str):
         raise StorageError(f"storage_path={redacted(uri)}: unknown S3 option {', '.join(unknown)} (known: "
                            f"{', '.join(sorted(known))})")
     kwargs: dict = {k: v for k, v in query.items() if k in ("region", "scheme", "endpoint_override")}
+    env_endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if env_endpoint and "endpoint_override" not in kwargs:
+        # as the AWS tools read it (docs/running.md): pyarrow's S3 filesystem, made here, does not
+        where = urlsplit(env_endpoint if "://" in env_endpoint else f"https://{env_endpoint}")
+        kwargs["endpoint_override"] = where.netloc
+        kwargs.setdefault("scheme", where.scheme or "https")
     for flag in ("allow_bucket_creation", "allow_bucket_deletion"):
         if flag in query:
             kwargs[flag] = query[flag].lower() in ("1", "true", "yes", "on")
