@@ -273,3 +273,24 @@ def test_aws_endpoint_url_names_the_s3_server(monkeypatch):
         assert client.get_object(Bucket="sweeps", Key="by-env/x/probe.txt")["Body"].read() == b"hello"
         assert plain.stat("x/probe.txt") is not None
     st._filesystem.cache_clear()
+
+
+def test_a_failed_write_to_folder_storage_leaves_no_part_file(tmp_path):
+    """Case 4: folder storage on a full disk left the failed writes' `.part` files behind,
+    keeping it full. The write fails as a full disk does (ENOSPC from the stream)."""
+    import errno
+
+    from sweeper.stores.storage import Storage
+
+    store = Storage.of(str(tmp_path / "shared"))
+    assert store is not None
+
+    def full(out):
+        out.write(b"x" * 1000)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError, match="No space left"):
+        store._put("sweeps/a/0/trace.json", full)
+    assert not [p for p in (tmp_path / "shared").rglob("*") if p.is_file()], list((tmp_path / "shared").rglob("*"))
+    store.put_bytes(b"ok", "sweeps/a/0/trace.json")  # and the next write goes in whole
+    assert (tmp_path / "shared" / "sweeps" / "a" / "0" / "trace.json").read_bytes() == b"ok"

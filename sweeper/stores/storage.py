@@ -246,10 +246,18 @@ class Storage:
         target = f"{dest}.{uuid.uuid4().hex[:8]}.part" if self.local else dest
         if self.local:
             fs.create_dir(dest.rsplit("/", 1)[0], recursive=True)
-        with fs.open_output_stream(target, compression=None) as out:  # the bytes as given: pyarrow guesses gzip from ".gz"
-            write(out)
-        if self.local:
-            fs.move(target, dest)
+        try:
+            with fs.open_output_stream(target, compression=None) as out:  # the bytes as given: pyarrow guesses gzip from ".gz"
+                write(out)
+            if self.local:
+                fs.move(target, dest)
+        except BaseException:
+            if self.local:  # a failed write (a full disk) leaves no .part behind to keep it full
+                try:
+                    fs.delete_file(target)
+                except OSError:
+                    pass
+            raise
 
     def put_file(self, local: Path, rel: str) -> int:
         """A local file to `rel`, whole; its bytes."""
@@ -278,9 +286,13 @@ class Storage:
         local = Path(local)
         local.parent.mkdir(parents=True, exist_ok=True)
         tmp = local.with_name(f".{local.name}.{uuid.uuid4().hex[:8]}")
-        with fs.open_input_stream(self._path(rel), compression=None) as src, open(tmp, "wb") as out:
-            shutil.copyfileobj(src, out, _CHUNK)
-        os.replace(tmp, local)
+        try:
+            with fs.open_input_stream(self._path(rel), compression=None) as src, open(tmp, "wb") as out:
+                shutil.copyfileobj(src, out, _CHUNK)
+            os.replace(tmp, local)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         return local.stat().st_size
 
     def read_bytes(self, rel: str) -> bytes:
