@@ -294,3 +294,19 @@ def test_a_failed_write_to_folder_storage_leaves_no_part_file(tmp_path):
     assert not [p for p in (tmp_path / "shared").rglob("*") if p.is_file()], list((tmp_path / "shared").rglob("*"))
     store.put_bytes(b"ok", "sweeps/a/0/trace.json")  # and the next write goes in whole
     assert (tmp_path / "shared" / "sweeps" / "a" / "0" / "trace.json").read_bytes() == b"ok"
+
+
+def test_two_drivers_with_one_sweep_path_get_storage_folders_of_their_own(tmp_path):
+    """Case 1: two drivers whose sweep folders have the same path (two machines; emulated by
+    one path made twice) wrote one storage folder: one run's artifacts overwritten. Each
+    sweep folder now keeps a token of its own, kept by a resume of it."""
+    import shutil
+
+    from hydra_plugins.sweeper_ray._ray import storage_key
+
+    sweep = tmp_path / "shared" / "nightly" / "2026-12-07"
+    first = storage_key(sweep)
+    assert storage_key(sweep) == first  # a resume of this folder: the same storage folder
+    shutil.rmtree(sweep)  # the other machine's folder of the same path
+    second = storage_key(sweep)
+    assert second != first and first.startswith("2026-12-07-") and second.startswith("2026-12-07-")

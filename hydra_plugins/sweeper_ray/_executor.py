@@ -19,7 +19,7 @@ from sweeper.record import Record
 from sweeper.sweep import pythons
 from sweeper.sweep.control import Job, sigterm_as_interrupt
 from sweeper.sweep.machine import nvml_memory_gib
-from sweeper.stores.storage import Storage
+from sweeper.stores.storage import COMPILE_STORE, SWEEPS, Storage
 from sweeper.sweep.executor import Cluster
 from sweeper.sweep.settings import LauncherSettings
 
@@ -34,6 +34,7 @@ class RayExecutor:
         self.sweep_key = _ray.scratch_key(sweep_dir)
         self.scratch_root = Path(conf.scratch_dir) / self.sweep_key  # on each node
         self.storage = Storage.of(conf.storage_path)
+        self.storage_key = _ray.storage_key(sweep_dir) if self.storage else self.sweep_key
         self.remote_fn: Any = None
         self.out_bytes: dict[int, int] = {}  # job -> bytes its spec took to the worker
 
@@ -47,6 +48,10 @@ class RayExecutor:
         log.info(_ray.init_ray(self.conf))
         sigterm_as_interrupt()  # again after ray.init, which sets a handler of its own
         self.remote_fn = ray.remote(max_calls=1)(_ray.run_in_worker)
+        if self.storage:  # said, and where: this run's own folder there
+            where = self.storage.location(f"{SWEEPS}/{self.storage_key}")
+            print(f"storage: the jobs' traces, logs and modules go to {where} (this run's own folder), the compile "
+                  f"store to {self.storage.location(COMPILE_STORE)}", flush=True)
         on_cluster = bool(self.conf.cluster_address)
         return Cluster(tuple(ray.nodes()), None if on_cluster else nvml_memory_gib(), on_cluster)
 
@@ -61,7 +66,7 @@ class RayExecutor:
         return self.remote_fn.options(**options).remote(
             spec, str(self.scratch_of(job)), job.spec.config["timeout_s"] or None, self.conf.compile_threads,
             jobs_per_gpu, self.conf.pause_while_timing, self.storage.uri if self.storage else None,
-            _results.stored_at(self.sweep_key, job))
+            _results.stored_at(self.storage_key, job))
 
     def wait(self, handles: list, timeout_s: float) -> list:
         import ray

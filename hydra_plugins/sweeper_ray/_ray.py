@@ -135,6 +135,30 @@ def scratch_key(sweep_dir: Path) -> str:
     return f"{sweep_dir.name}-{hashlib.sha1(str(sweep_dir).encode()).hexdigest()[:8]}"
 
 
+STORAGE_TOKEN = ".storage_key"  # in the sweep folder: the token of its folder in shared storage
+
+
+def storage_key(sweep_dir: Path) -> str:
+    """The run's own folder under the storage's sweeps/: the sweep folder's name and a token
+    the sweep folder keeps. A resume of the folder keeps its token (its jobs' artifacts stay
+    together); a sweep folder of the same path on another machine, or made anew, gets its
+    own, so two drivers with the recipe's /shared/nightly/$(date +%F) never write one
+    storage folder (the path alone made one key for both: one run's traces and logs
+    overwritten, its records pointing at the other's)."""
+    import uuid
+
+    token_file = Path(sweep_dir) / STORAGE_TOKEN
+    try:
+        token = token_file.read_text().strip()
+    except FileNotFoundError:
+        token = ""
+    if not token:
+        token = uuid.uuid4().hex[:12]
+        Path(sweep_dir).mkdir(parents=True, exist_ok=True)
+        token_file.write_text(token + "\n")
+    return f"{Path(sweep_dir).name}-{token}"
+
+
 def node_gpus() -> int:
     """The GPUs Ray declares on the node this runs on."""
     import ray
