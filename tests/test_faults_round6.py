@@ -310,3 +310,24 @@ def test_two_drivers_with_one_sweep_path_get_storage_folders_of_their_own(tmp_pa
     shutil.rmtree(sweep)  # the other machine's folder of the same path
     second = storage_key(sweep)
     assert second != first and first.startswith("2026-12-07-") and second.startswith("2026-12-07-")
+
+
+def test_compare_pools_a_configurations_repeats_and_says_so():
+    """Case 10: `history compare` of two sweeps with seed=0,1 compared one repeat a
+    configuration and dropped the others without a word; now the repeats are pooled (their
+    median, their spread in the noise) and the label says so."""
+    import pandas as pd
+
+    from sweeper.analysis.regression import compare_jobs
+
+    def sweep(steps):
+        return pd.DataFrame([{"key": "model=resnet50,seed-free", "label": "resnet50 b64", "status": "ok", "job": i,
+                              "compiled_step_ms": s, "steady_step_ms": s, "step_noise_pct": 1.0, "device_ms": s * 0.8,
+                              "gpu": "H100"} for i, s in enumerate(steps)])
+
+    table = compare_jobs(sweep([10.0, 10.4]), sweep([11.0, 12.0]))
+    assert len(table) == 1
+    row = table.iloc[0]
+    assert row["label"] == "resnet50 b64 (median of 2 repeats)"
+    assert row["step_ms_old"] == pytest.approx(10.2) and row["step_ms_new"] == pytest.approx(11.5)
+    assert row["step_noise_pct_new"] == pytest.approx(100 * 0.5 / 11.5)  # the repeats' spread, not one's 1%
