@@ -331,3 +331,19 @@ def test_compare_pools_a_configurations_repeats_and_says_so():
     assert row["label"] == "resnet50 b64 (median of 2 repeats)"
     assert row["step_ms_old"] == pytest.approx(10.2) and row["step_ms_new"] == pytest.approx(11.5)
     assert row["step_noise_pct_new"] == pytest.approx(100 * 0.5 / 11.5)  # the repeats' spread, not one's 1%
+
+
+def test_a_record_that_turns_unreadable_is_said_and_counts(tmp_path):
+    """Case 7: `changes` dropped truncated records without a word (compare flags them). Each
+    unreadable record is said; a job whose record turned unreadable is a change under
+    --fail-on-regression."""
+    from synthetic_sweeps import write_nights
+
+    nights = write_nights(tmp_path / "nightly", 4, nights=8)
+    rec = nights[-1] / "2" / "result.json"
+    rec.write_text(rec.read_text()[: len(rec.read_text()) // 2])  # truncated
+    got = _history("changes", str(tmp_path / "nightly"), "--fail-on-regression")
+    assert got.returncode == 1, got.stdout + got.stderr
+    assert "night8: job #2's record cannot be read" in got.stderr and "truncated" in got.stderr, got.stderr
+    assert any(ln.startswith("- night8: 1 job unreadable that ran ok the night before") for ln in got.stdout.splitlines()), \
+        got.stdout

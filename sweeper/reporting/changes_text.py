@@ -15,6 +15,7 @@ from sweeper.analysis import changes as ch
 from sweeper.analysis.categories import category_label
 from sweeper.reporting import sweeps as sw
 from sweeper.reporting.load import AggregateError, LoadedSweep
+from sweeper.reporting.sweep_tables import UNREADABLE, with_unreadable
 from sweeper.words import count
 
 NIGHTS = 30  # nights read by default
@@ -61,15 +62,15 @@ def history_changes(sweep: LoadedSweep) -> tuple[Changes | None, list[str]]:
         return None, [f"no change points over the history: {e}"]
 
 
-def _night_tables(sweep: Path) -> tuple[str, pd.DataFrame, pd.DataFrame]:
-    t = sw.sweep_tables(sweep)
+def _night_tables(t) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+    """A night's (name, jobs, step kernels) from its SweepTables."""
     kernels = t.kernels
     if "scope" in kernels:
         kernels = kernels[kernels["scope"] == "step"]
     # only what the history reads, the names as categories: 30 nights of 1,000 jobs are held at once
     keep = [c for c in ("job", "kernel", "category", "device_ms", "model_modules") if c in kernels]
     kernels = kernels[keep].astype({c: "category" for c in ("kernel", "category", "model_modules") if c in keep})
-    return sweep.name, t.jobs, kernels
+    return Path(t.path).name, t.jobs, kernels
 
 
 def read_changes(root: Path, last: int = NIGHTS, penalty: float = ch.PENALTY, q: float = ch.FDR_Q) -> Changes:
@@ -84,7 +85,13 @@ def changes_of(sweeps: list[Path], notes: list[str] | None = None, penalty: floa
     """The change points of these complete sweeps, oldest first (the report's history and
     trend's marks: they have the sweeps already)."""
     notes = list(notes or [])
-    nights = [_night_tables(s) for s in sweeps]
+    read = [sw.sweep_tables(s) for s in sweeps]
+    for i, t in enumerate(read):
+        if t.unreadable:  # a job whose record cannot be read is said, and its status is a change
+            read[i] = with_unreadable(t, read[i - 1] if i else t)
+            notes += [f"{Path(t.path).name}: job #{num}'s record cannot be read ({why}); counted as "
+                      f"{UNREADABLE}" for num, why in sorted(t.unreadable.items())]
+    nights = [_night_tables(t) for t in read]
     history = ch.build_history(nights, modules_of=_family_modules(nights))
     found = ch.find_changes(history, penalty, q) if len(sweeps) >= MIN_NIGHTS else []
     return Changes([s.name for s in sweeps], sweeps, history, found, notes, false_rate_line(len(history.jobs)))
