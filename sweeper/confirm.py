@@ -31,6 +31,14 @@ READY_TIMEOUT_S = 3600.0  # a side's compile (an autotuned one can take most of 
 ROUND_TIMEOUT_S = 600.0
 
 
+class Interrupted(Exception):
+    """Ctrl-C during a confirmation: the results so far (the pair in hand with its rounds)."""
+
+    def __init__(self, results: list):
+        super().__init__("interrupted")
+        self.results = results
+
+
 class ConfirmError(Exception):
     """A confirmation that cannot run: the message names what and the fix."""
 
@@ -156,7 +164,17 @@ class Side:
         self.proc.stdin.flush()
         return statistics.median(self.wait(ROUND_TIMEOUT_S)["ms"])
 
-    def close(self) -> None:
+    def close(self, at_once: bool = False) -> None:
+        if at_once:  # Ctrl-C: the worker's whole process group (its compile workers too), now
+            import signal
+
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            self.proc.wait()
+            self.log.close()
+            return
         try:
             if self.proc.stdin is not None:
                 self.proc.stdin.write("quit\n")
@@ -172,6 +190,8 @@ def confirm_pair(pair: Pair, work: Path, rounds: int, calls: int | None, process
     """Both sides compiled, `processes` processes each, then `rounds` rounds a side in turn
     (old, new, new, old, ...; a side's rounds dealt over its processes in turn)."""
     sides: list[Side] = []
+    got: dict[str, list[float]] = {}
+    interrupted = False
     try:
         for k in range(processes):
             sides += [Side(f"old#{k + 1}", pair.old_dir, work / f"old{k + 1}", say),
@@ -182,7 +202,7 @@ def confirm_pair(pair: Pair, work: Path, rounds: int, calls: int | None, process
         say(f"{pair.label}: both sides compiled ({processes} processes each) in {time.time() - t0:.0f} s; "
             f"{rounds} rounds each, in turn")
         n = calls or int(spec_of(pair.new_dir)["config"]["measure"]["timed_steps"])
-        got: dict[str, list[float]] = {s.name: [] for s in sides}
+        got.update({s.name: [] for s in sides})
         old = [s for s in sides if s.name.startswith("old")]
         new = [s for s in sides if s.name.startswith("new")]
         for i in range(rounds):
@@ -195,9 +215,15 @@ def confirm_pair(pair: Pair, work: Path, rounds: int, calls: int | None, process
                                         new_by_process=[got[s.name] for s in new]), None, old_rounds, new_rounds)
     except (ConfirmError, ValueError) as e:
         return PairResult(pair, None, str(e))
+    except KeyboardInterrupt:
+        interrupted = True
+        old_rounds = [x for name, v in got.items() if name.startswith("old") for x in v]
+        new_rounds = [x for name, v in got.items() if name.startswith("new") for x in v]
+        raise Interrupted([PairResult(pair, None, f"interrupted (Ctrl-C) after {len(old_rounds)} rounds old and "
+                                                  f"{len(new_rounds)} new: no verdict", old_rounds, new_rounds)])
     finally:
         for s in sides:
-            s.close()
+            s.close(at_once=interrupted)
 
 
 def _path(python: str) -> str:
@@ -225,9 +251,12 @@ def run_confirm(new: Path, old: Path, jobs: list[str] | None, rounds: int, calls
     pairs, notes = pairs_of(new, old, jobs)
     check_interpreters(pairs, list(pythons or []))
     root = Path(out) if out else Path(tempfile.mkdtemp(prefix="sweeper-confirm-"))
-    results = []
+    results: list[PairResult] = []
     for i, pair in enumerate(pairs):
-        results.append(confirm_pair(pair, root / f"pair{i}", rounds, calls, processes))
+        try:
+            results.append(confirm_pair(pair, root / f"pair{i}", rounds, calls, processes))
+        except Interrupted as stop:  # the pairs done and the rounds of the one in hand, kept
+            raise Interrupted(results + stop.results) from None
     return results, notes + ([f"work folders (each side's log): {root}"] if pairs else [])
 
 

@@ -251,7 +251,7 @@ def _changes(args) -> int:
 
 def _confirm(args) -> int:
     from sweeper.analysis.confirm_stats import MIN_ROUNDS
-    from sweeper.confirm import ConfirmError, confirm_lines, run_confirm
+    from sweeper.confirm import ConfirmError, Interrupted, confirm_lines, run_confirm
 
     for name, path in (("NEW", args.new), ("OLD", args.old)):
         if not path.is_dir():
@@ -276,6 +276,12 @@ def _confirm(args) -> int:
     except ConfirmError as e:
         print(f"sweeper.history: {e}", file=sys.stderr)
         return 2
+    except Interrupted as stop:  # Ctrl-C: what was done is kept and written, and it ends now
+        results, notes = stop.results, ["interrupted (Ctrl-C): the rounds taken are kept, no verdict on the pair "
+                                        "in hand"]
+        interrupted = True
+    else:
+        interrupted = False
     for n in notes:
         print(f"sweeper.history: {n}", file=sys.stderr)
     print(f"# confirmation of {count(len(results), 'job')}: {args.new} against {args.old}")
@@ -294,6 +300,8 @@ def _confirm(args) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         pd.DataFrame(rows).to_csv(args.out / "confirm.csv", index=False)
         print(f"wrote {args.out / 'confirm.csv'}")
+    if interrupted:
+        return 130  # as a shell reports Ctrl-C
     failed = [r for r in results if r.confirmed is None]
     slower = [r for r in results if r.confirmed is not None and r.confirmed.verdict == "slower"]
     if args.fail_on_regression and slower:

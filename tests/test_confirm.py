@@ -115,3 +115,25 @@ def test_confirm_runs_no_interpreter_a_record_names_unless_told(two_settings, tm
     got = _history("confirm", crafted / "1", crafted / "0", "--rounds", "6")
     assert got.returncode == 2 and f"add --python {script}" in got.stderr, got.stdout + got.stderr
     assert not marker.exists()
+
+
+def test_ctrl_c_keeps_what_was_done_and_ends_in_seconds(two_settings, tmp_path):
+    """Faults round 6, case 12: Ctrl-C during confirm gave a KeyboardInterrupt traceback, kept
+    no round, wrote no confirm.csv and took 121 s to exit while compiling."""
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "sweeper.history", "confirm", str(two_settings / "1"),
+                             str(two_settings / "0"), "--rounds", "6", "--out", str(tmp_path)], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(8)  # the sides compiling
+    proc.send_signal(signal.SIGINT)
+    t0 = time.time()
+    out, err = proc.communicate(timeout=60)
+    assert time.time() - t0 < 15, time.time() - t0
+    assert proc.returncode == 130 and "Traceback" not in err, out + err
+    assert "interrupted (Ctrl-C)" in err and "could not confirm: interrupted (Ctrl-C) after" in out, out + err
+    row = pd.read_csv(tmp_path / "confirm.csv").iloc[0]
+    assert row["verdict"] == "could not confirm" and "interrupted" in row["error"]
+    leftover = subprocess.run(["pgrep", "-f", f"tasks.confirm_worker {tmp_path}"], capture_output=True, text=True)
+    assert not leftover.stdout.strip(), leftover.stdout  # no worker left compiling
