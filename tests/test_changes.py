@@ -294,3 +294,46 @@ def test_the_first_screen_says_a_machine_night_first(tmp_path):
     assert "the last night" in html, html
     tonight = _machine_tonight(got)
     assert tonight is not None and tonight.night == 9 and 6.5 < tonight.size_pct < 9.5
+
+
+def _change(level, name, night, size, jobs, running=40):
+    return ch.Change(level, name, night, size, (size - 0.5, size + 0.5), 1e-9, tuple(jobs), running, "test",
+                     q_value=1e-8, moved_share=len(jobs) / running, significant=len(jobs))
+
+
+def test_a_diluted_category_yields_its_cause_to_the_family():
+    """The category line (+0.5%, diluted over every reduction) sat above the family line
+    (+3.9%): the cause is said by the family that moved; an undiluted category still leads."""
+    from sweeper.analysis.causes import group
+
+    jobs = [f"j{i}" for i in range(20)]
+    diluted = group([_change("category", "triton_reduction", 8, 0.5, jobs),
+                     _change("family", "triton_red_fused_x", 8, 3.9, jobs[:12]),
+                     _change("kernels", "j3", 8, 1.0, ["j3"])])
+    assert len(diluted) == 1 and diluted[0].lead.name == "triton_red_fused_x", diluted
+    assert [c.level for c in diluted[0].changes] == ["family", "category", "kernels"]
+    whole = group([_change("category", "triton_reduction", 8, 3.0, jobs), _change("family", "triton_red_fused_x", 8, 3.9, jobs[:12])])
+    assert whole[0].lead.level == "category"
+    # another night, or other jobs: another cause
+    apart = group([_change("family", "a", 8, 3.0, jobs[:5]), _change("family", "b", 12, 3.0, jobs[:5]),
+                   _change("family", "c", 8, 3.0, jobs[10:15]), _change("compile", "j18", 8, 30.0, ["j18"]),
+                   _change("compile", "j19", 8, 25.0, ["j19"])])
+    assert sorted(len(k.changes) for k in apart) == [1, 1, 1, 2], apart  # the two compile changes: one cause
+
+
+def test_versions_cover_a_night_off_and_the_rate_names_its_histories():
+    """A torch upgrade at night 10 read on a change located at night 11 said "no version
+    changed"; the versions listed now cover the night before and after. And the A/A rate
+    names the size and the noise of the histories it was measured on, and this history's size."""
+    from sweeper.reporting.changes_text import Changes, change_line, false_rate_line
+
+    h = ch.History([f"n{t:02d}" for t in range(14)], ["j0"], {"j0": "j0"})
+    h.versions = [{"torch": "2.10.0"}] * 10 + [{"torch": "2.11.0"}] * 4
+    got = Changes(h.nights, [Path("/x") / t for t in h.nights], h, [])
+    for night in (9, 10, 11):
+        line = change_line(_change("family", "triton_red_fused_x", night, 3.0, ["j0"]), got)
+        assert "torch 2.10.0 -> 2.11.0" in line, (night, line)
+    assert "no version changed" in change_line(_change("family", "f", 5, 3.0, ["j0"]), got)
+    rate = false_rate_line(1000)
+    assert re.search(r"[\d.]+ false flags per 100 nights on A/A histories of 30 nights x 200 jobs with real nights' "
+                     r"noise \(1-3% jitter", rate) and rate.endswith("this history has 1000 jobs"), rate
