@@ -17,9 +17,11 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q $(TORCH)
 	$(PY) -m pip install -q -e '.[test]'
-	# Holistic Trace Analysis without its declared needs: they include jupyterlab, which its
-	# trace analysis never imports; what it imports comes with the test extra above
-	$(PY) -m pip install -q --no-deps HolisticTraceAnalysis==0.5.0
+	# Holistic Trace Analysis as its maintained successor publishes it (traceinsight, the same
+	# `hta` package), without its declared needs: they include jupyterlab, which its trace
+	# analysis never imports; what it imports comes with the test extra above
+	$(PY) -m pip uninstall -q -y HolisticTraceAnalysis 2>/dev/null || true
+	$(PY) -m pip install -q --no-deps traceinsight==0.6.1
 	touch $@
 
 demo: install

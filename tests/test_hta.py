@@ -1,4 +1,4 @@
-"""Holistic Trace Analysis (HTA 0.5.0) reads a job's traces as its own: a rank, and one
+"""Holistic Trace Analysis (`traceinsight` 0.6.1, the `hta` package) reads a job's traces as its own: a rank, and one
 iteration (ProfilerStep#<i>) a profiled call (sweeper/analysis/trace.profiler_steps, written
 by tasks/profiling.label_trace). On the real H100 step trace of mixnet_l b128 training
 (fixtures), HTA's kernel time per step is sweeper's within 1%."""
