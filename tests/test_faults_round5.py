@@ -114,7 +114,7 @@ def test_a_compile_that_came_back_through_the_driver_goes_to_storage_before_the_
     blob = _kept_compile(tmp_path / "driver_store", "2.14.1", config)
     storage = Storage.of(str(tmp_path / "shared"))
     _, seed = exchange.seeds(config, storage)
-    assert seed is not None and seed.entry and any("put in" in n for n in seed.notes), seed.notes
+    assert seed is not None and seed.entry and any("moved to" in n and "driver's copy" in n and "removed" in n for n in seed.notes), seed.notes
     assert storage.stat(f"{seed.entry}.bin")[0] == 400 and storage.stat(f"{seed.entry}.json") is not None
     assert not blob.exists()  # the driver's copy went: the storage's is the one
     # the job's node reads it from there: a warm compile, not a cold one

@@ -140,7 +140,9 @@ def promote(store: Path, storage: Storage, torch_version: str, config: dict) -> 
         return f"its compile in the driver's compile store ({blob}) could not be put in storage: {e}"
     for f in (blob, meta, libs):
         f.unlink(missing_ok=True)
-    return f"its compile, kept in the driver's compile store while storage was unreachable, put in {storage.location(entry)}"
+    # where it came from is not recorded: a run without storage, or one while storage was unreachable
+    return (f"its compile, in the driver's compile store and not in storage (from a run without storage, or one "
+            f"while storage was unreachable), moved to {storage.location(entry)}; the driver's copy ({blob}) removed")
 
 
 def _node_copy(cache_dir: Path, entry: str) -> Path:
