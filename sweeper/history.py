@@ -318,6 +318,8 @@ def _trend(args) -> int:
         print(f"sweeper.history: no complete sweep (summary.json, not interrupted) under {args.outputs}", file=sys.stderr)
         return 2
     out, data = trend_figure(sweeps, args.out or args.outputs / "trend.png")
+    for n in data.attrs.get("unreadable", []):
+        print(f"sweeper.history: {n}", file=sys.stderr)
     print(f"trend of {count(len(sweeps), 'sweep')}: wrote {out}")
     for words in data.attrs.get("change_points", []):
         print(f"marked: {words} (python -m sweeper.history changes {args.outputs})")

@@ -347,3 +347,5 @@ def test_a_record_that_turns_unreadable_is_said_and_counts(tmp_path):
     assert "night8: job #2's record cannot be read" in got.stderr and "truncated" in got.stderr, got.stderr
     assert any(ln.startswith("- night8: 1 job unreadable that ran ok the night before") for ln in got.stdout.splitlines()), \
         got.stdout
+    trend = _history("trend", str(tmp_path / "nightly"), "--out", str(tmp_path / "trend.png"))
+    assert trend.returncode == 0 and "night8: job #2's record cannot be read" in trend.stderr, trend.stderr

@@ -31,9 +31,11 @@ TREND_LINES = 10  # jobs drawn as lines of their own; more: the rest as a band
 def trend_data(sweeps: list[Path]) -> pd.DataFrame:
     """Each finished job's compiled step (steady loop) in each sweep: sweep, started, key,
     label, step_ms; read from the sweeps' tables (sweeps.sweep_tables)."""
-    frames = []
+    frames, unreadable = [], []
     for s in sweeps:
         t = sw.sweep_tables(s)
+        unreadable += [f"{s.name}: job #{num}'s record cannot be read ({why}); not drawn"
+                       for num, why in sorted(t.unreadable.items())]
         jobs = t.jobs[t.jobs["status"] == "ok"]
         frames.append(jobs.assign(sweep=s.name, started=pd.to_datetime(t.started_at, errors="coerce"),
                                   step_ms=[wall_ms(r) for _, r in jobs.iterrows()])[
@@ -45,6 +47,7 @@ def trend_data(sweeps: list[Path]) -> pd.DataFrame:
     data["label"] = data["label"].str.replace(r" #\d+$", "", regex=True)  # a seed's number names no job across sweeps
     names = distinct_labels({k: (k, lab) for k, lab in data.drop_duplicates("key")[["key", "label"]].values})
     data["label"] = data["key"].map(names)
+    data.attrs["unreadable"] = unreadable  # said by `trend` (it dropped them without a word)
     return data
 
 
