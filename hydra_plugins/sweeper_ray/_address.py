@@ -34,8 +34,8 @@ def check_ray_address(address: str, timeout_s: float = 10.0) -> str:
         raise SweepConfigError(
             f"Ray address {address}: ray:// (Ray Client) is not supported. Run the sweep on a machine of "
             "the cluster with its GCS address (hydra.launcher.address=HEAD:6379), or submit it there: "
-            "ray job submit --address http://HEAD:8265 --working-dir . -- python -m sweeper ... "
-            "(docs/running.md)")
+            "ray job submit --address http://HEAD:8265 --working-dir . -- python -m sweeper ... (where the "
+            "head runs its dashboard; docs/running.md)")
     host, colon, port = address.rpartition(":")
     if colon and host and not port.isdigit():
         raise SweepConfigError(f"Ray address {address!r}: the port {port!r} is not a number "
