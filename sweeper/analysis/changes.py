@@ -221,11 +221,21 @@ def pooled_candidates(level: str, name: str, matrix: np.ndarray, jobs: Sequence[
         used = [j for j, u in zip(jobs, use) if u]
         moved = one_sided < MOVED_P
         touched = tuple(j for j, m in zip(used, moved) if m)
-        if len(touched) < MIN_TOUCHED:
-            continue
-        start = float(np.median(r[moved]))
-        size, share = _mixture_fit(r, v, start)
         p = min(1.0, p_fisher * positions)
+        if len(touched) < MIN_TOUCHED:
+            # few jobs beyond 3 widths alone, as a 3% change under 2% noise leaves it: the
+            # change stands on the jobs together only where the mixture puts MIN_TOUCHED of
+            # them among the moved and their combination is beyond doubt
+            lead = np.sign(r) == sign
+            if not lead.any() or p > POOLED_ONLY_P:
+                continue
+            start = float(np.median(r[lead]))
+            size, share = _mixture_fit(r, v, start)
+            if share * len(used) < MIN_TOUCHED or size * sign <= 0:
+                continue
+        else:
+            start = float(np.median(r[moved]))
+            size, share = _mixture_fit(r, v, start)
         out.append(Candidate(level, name, t, size, (size, size), p, _named(used, r, v, size, share, touched),
                              int(use.sum()),
                              f"{how} at this night; Fisher's combination of the "
@@ -297,6 +307,7 @@ def mixture_shift(r: np.ndarray, v: np.ndarray, start: float) -> tuple[float, tu
 
 MIN_VAR = 0.25  # a window's variance at least this (noise widths squared): nights clipped alike are not exact
 MOVED_P = 0.00135  # a job moved when its one-sided p is under this (3 sd of a normal)
+POOLED_ONLY_P = 1e-8  # a family's change with fewer than MIN_TOUCHED jobs moved alone: its combined p at most this
 SCAN_Z = 3.0  # a job steps at a night when its nights after differ from those before by this many noise widths
 SCAN_CLIP = 4.0  # a night counts at most this many noise widths in the scan: one preempted night makes no step
 

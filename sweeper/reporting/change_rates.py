@@ -18,6 +18,6 @@ class AARate:
 
 
 AA_RATES: dict[tuple[float, float], AARate] = {
-    (3.0, 0.01): AARate(0.67, 30, 200, "real nights' noise (1-3% jitter, a neighbour's night in ten, kernels with "
+    (3.0, 0.01): AARate(0.83, 30, 200, "real nights' noise (1-3% jitter, a neighbour's night in ten, kernels with "
                                        "two configs)"),
 }
