@@ -40,17 +40,12 @@ PAGE_MAX_BYTES = 5_000_000
 def _check_writable(sweep_dir: Path) -> None:
     """Raise AggregateError, having written nothing, where the sweep folder cannot take its
     tables, figures and report (a read-only copy ended in a traceback half way)."""
-    import os
+    from sweeper.record import write_problem
 
-    if not sweep_dir.is_dir():
-        return  # read_sweep says it
-    probe = sweep_dir / f".sweeper-write-check-{os.getpid()}"
-    try:
-        probe.write_text("")
-        probe.unlink()
-    except OSError as e:
-        raise AggregateError(f"{sweep_dir} cannot be written ({e.strerror or e}): the report, tables/ and figures/ "
-                             "go into the sweep folder; copy it somewhere you can write and aggregate the copy") from None
+    why = write_problem(sweep_dir, make=False) if sweep_dir.is_dir() else None  # no folder: read_sweep says it
+    if why:
+        raise AggregateError(f"{sweep_dir} cannot be written ({why}): the report, tables/ and figures/ "
+                             "go into the sweep folder; copy it somewhere you can write and aggregate the copy")
 
 
 def aggregate(sweep_dir: Path) -> Path:

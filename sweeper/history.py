@@ -16,7 +16,6 @@ into a sweep folder; files are written only where --out says.
 from __future__ import annotations
 
 import argparse
-import os
 import json
 import sys
 from pathlib import Path
@@ -142,15 +141,10 @@ def _out_problem(args) -> str | None:
     out = getattr(args, "out", None)
     if out is None:
         return None
-    folder = Path(out).parent if args.cmd == "trend" else Path(out)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / f".sweeper-write-check-{os.getpid()}"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as e:
-        return f"--out {out} cannot be written ({e.strerror or e}): give a folder you can write"
-    return None
+    from sweeper.record import write_problem
+
+    why = write_problem(Path(out).parent if args.cmd == "trend" else Path(out))
+    return f"--out {out} cannot be written ({why}): give a folder you can write" if why else None
 
 
 def main(argv: list[str]) -> int:

@@ -124,6 +124,21 @@ class NotRegularFile(OSError):
     """A path that is there but is no regular file: a FIFO, a device, a socket."""
 
 
+def write_problem(folder: str | Path, make: bool = True) -> str | None:
+    """Why `folder` cannot take files (created first when `make`), None where it can: a
+    probe file written and removed, so that a command says it before its work, not after."""
+    folder = Path(folder)
+    try:
+        if make:
+            folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".sweeper-write-check-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        return str(e.strerror or e)
+    return None
+
+
 def regular_bytes(path: str | Path) -> bytes:
     """A file's bytes, read only where it is a regular file: opening a FIFO in place of a
     summary or record waits for a writer forever (an aggregation hung 11 minutes on one)."""

@@ -169,3 +169,17 @@ LONGEST_FIRST = ["test_autotune_partial.py", "test_ray_launcher.py", "test_autot
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FIRST)))  # stable: the rest as collected
+
+
+def change_detection_bench():
+    """bench/change_detection.py as a module: its history generator (real models' kernels,
+    real nights' noise, tables as the aggregate writes them) for the change-point tests."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location(
+        "change_detection", Path(__file__).resolve().parent.parent / "bench" / "change_detection.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["change_detection"] = mod  # its dataclasses look themselves up by module
+    spec.loader.exec_module(mod)
+    return mod

@@ -6,7 +6,6 @@ command."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import re
 import subprocess
@@ -23,11 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("change_detection", ROOT / "bench" / "change_detection.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["change_detection"] = mod  # its dataclasses look themselves up by module
-    spec.loader.exec_module(mod)
-    return mod
+    from conftest import change_detection_bench
+
+    return change_detection_bench()
 
 
 @pytest.fixture(scope="module")

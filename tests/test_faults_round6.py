@@ -5,7 +5,6 @@ checked before the analysis). The nights are tables written as the aggregate wri
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -18,11 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("change_detection", ROOT / "bench" / "change_detection.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["change_detection"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    from conftest import change_detection_bench
+
+    return change_detection_bench()
 
 
 def _history(*args: str) -> subprocess.CompletedProcess:

@@ -185,14 +185,9 @@ def pooled_candidates(level: str, name: str, matrix: np.ndarray, jobs: Sequence[
     if len(jobs) < MIN_JOBS:
         return []
     noise = np.array([noise_of(row) for row in y])
-    with np.errstate(all="ignore"):
-        d = drift_of(np.nanmean(y - np.nanmedian(y, axis=1, keepdims=True), axis=0), PERSIST)
-    if d is not None:  # the family drifts: one drift, not a cut at every few nights
-        size = d.slope * (d.nights - 1)
-        return [Candidate(level, name, 0, size, (size, size), d.p, tuple(jobs), len(jobs),
-                          f"a drift of the jobs' mean of {d.per_night_pct:+.2f}% a night over {d.nights} nights "
-                          f"(Kendall's tau p={d.p:.2g}; a line fits better than any step)",
-                          extra={"drift": d, "significant": len(jobs)})]
+    drifting = _pooled_drift(level, name, y, jobs)
+    if drifting:  # the family drifts: one drift, not a cut at every few nights
+        return drifting
     z = np.clip((y - np.nanmedian(y, axis=1, keepdims=True)) / noise[:, None], -CLIP, CLIP)
     with np.errstate(all="ignore"):
         pooled = np.nanmean(z, axis=0)
@@ -222,20 +217,10 @@ def pooled_candidates(level: str, name: str, matrix: np.ndarray, jobs: Sequence[
         moved = one_sided < MOVED_P
         touched = tuple(j for j, m in zip(used, moved) if m)
         p = min(1.0, p_fisher * positions)
-        if len(touched) < MIN_TOUCHED:
-            # few jobs beyond 3 widths alone, as a 3% change under 2% noise leaves it: the
-            # change stands on the jobs together only where the mixture puts MIN_TOUCHED of
-            # them among the moved and their combination is beyond doubt
-            lead = np.sign(r) == sign
-            if not lead.any() or p > POOLED_ONLY_P:
-                continue
-            start = float(np.median(r[lead]))
-            size, share = _mixture_fit(r, v, start)
-            if share * len(used) < MIN_TOUCHED or size * sign <= 0:
-                continue
-        else:
-            start = float(np.median(r[moved]))
-            size, share = _mixture_fit(r, v, start)
+        fit = _moved_fit(r, v, sign, moved, p)
+        if fit is None:
+            continue
+        start, size, share = fit
         out.append(Candidate(level, name, t, size, (size, size), p, _named(used, r, v, size, share, touched),
                              int(use.sum()),
                              f"{how} at this night; Fisher's combination of the "
@@ -244,8 +229,40 @@ def pooled_candidates(level: str, name: str, matrix: np.ndarray, jobs: Sequence[
                              f"a two-group mixture (about {100 * share:.0f}% of the jobs moved); shift over all the jobs "
                              f"{100 * math.expm1(mu):+.2f}% (random effects, 95% CI {100 * math.expm1(mu - 1.96 * se):+.2f} "
                              f"to {100 * math.expm1(mu + 1.96 * se):+.2f}%, between-job sd {100 * math.sqrt(tau2):.2f}%)",
-                             extra={"shifts": (r, v, start), "significant": len(touched), "used": used}))
+                             extra={"shifts": (r, v, start), "significant": len(touched)}))
     return out
+
+
+def _pooled_drift(level: str, name: str, y: np.ndarray, jobs: Sequence[str]) -> list[Candidate]:
+    """A family that drifts (sweeper/analysis/drift.py) as one candidate, else none."""
+    with np.errstate(all="ignore"):
+        d = drift_of(np.nanmean(y - np.nanmedian(y, axis=1, keepdims=True), axis=0), PERSIST)
+    if d is None:
+        return []
+    size = d.slope * (d.nights - 1)
+    return [Candidate(level, name, 0, size, (size, size), d.p, tuple(jobs), len(jobs),
+                      f"a drift of the jobs' mean of {d.per_night_pct:+.2f}% a night over {d.nights} nights "
+                      f"(Kendall's tau p={d.p:.2g}; a line fits better than any step)",
+                      extra={"drift": d, "significant": len(jobs)})]
+
+
+def _moved_fit(r: np.ndarray, v: np.ndarray, sign: float, moved: np.ndarray, p: float
+               ) -> tuple[float, float, float] | None:
+    """(the mixture's start, shift, share moved) of a family's change, or None where it does
+    not stand: MIN_TOUCHED jobs beyond 3 widths alone; or, as a 3% change under 2% noise
+    leaves it, fewer, where the mixture puts MIN_TOUCHED among the moved and the jobs'
+    combination (p, priced by the cut positions) is beyond doubt."""
+    if moved.sum() >= MIN_TOUCHED:
+        start = float(np.median(r[moved]))
+        return (start, *_mixture_fit(r, v, start))
+    lead = np.sign(r) == sign
+    if not lead.any() or p > POOLED_ONLY_P:
+        return None
+    start = float(np.median(r[lead]))
+    size, share = _mixture_fit(r, v, start)
+    if share * len(r) < MIN_TOUCHED or size * sign <= 0:
+        return None
+    return start, size, share
 
 
 def posterior(r: np.ndarray, v: np.ndarray, delta: float, share: float) -> np.ndarray:
@@ -560,81 +577,94 @@ def build_history(nights: Sequence[tuple[str, Any, Any]], modules_of: Mapping[st
             all_labels.setdefault(str(key), str(label))
         jobs = night_jobs[night_jobs["status"] == "ok"].drop_duplicates("key")
         key_of = dict(zip(jobs["job"], jobs["key"]))
-        j = jobs.assign(night=t)
-        job_rows.append(j)
-        vers: dict[str, str] = {}
-        for col in ("torch", "triton", "cuda", "gpu_driver", "sweeper_version", "python"):
-            if col in jobs and jobs[col].notna().any():
-                vers[col] = str(jobs[col].dropna().mode().iloc[0])
-        versions.append(vers)
+        job_rows.append(jobs.assign(night=t))
+        versions.append({col: str(jobs[col].dropna().mode().iloc[0])
+                         for col in ("torch", "triton", "cuda", "gpu_driver", "sweeper_version", "python")
+                         if col in jobs and jobs[col].notna().any()})
         k = kernels[kernels["job"].isin(key_of)]
         if len(k):
-            # rows as integer codes of names numbered once over the nights, a name's family told
-            # once (a 1,000-job night has 200,000 rows of 2,000 names; 30 of them are held at once)
-            kcodes, kuniq = pd.factorize(k["kernel"].astype(str))
-            fam_code = np.array([ids["family"].setdefault(family_of(u), len(ids["family"])) for u in kuniq],
-                                dtype=np.int32)
-            jcodes, juniq = pd.factorize(k["job"])
-            key_code = np.array([ids["key"].setdefault(str(key_of[u]), len(ids["key"])) for u in juniq], dtype=np.int32)
-            ccodes, cuniq = pd.factorize(k["category"].astype(str))
-            cat_code = np.array([ids["category"].setdefault(str(u), len(ids["category"])) for u in cuniq],
-                                dtype=np.int32)
-            fam_rows.append(pd.DataFrame({"night": np.full(len(k), t, dtype=np.int32), "key": key_code[jcodes],
-                                          "family": fam_code[kcodes], "category": cat_code[ccodes],
-                                          "ms": k["device_ms"].to_numpy(dtype=float)}))
+            fam_rows.append(_coded_rows(k, key_of, t, ids))
     jobs_all = pd.concat(job_rows, ignore_index=True) if job_rows else pd.DataFrame()
     labels = dict(zip(jobs_all.get("key", []), jobs_all.get("label", [])))
     history = History(names, sorted(labels), {**all_labels, **labels}, versions=versions, status=status)
-    fams = pd.concat(fam_rows, ignore_index=True) if fam_rows else pd.DataFrame(
-        {c: np.array([], dtype=np.int32) for c in ("night", "key", "family", "category")} | {"ms": np.array([])})
+    _pooled_series(history, fam_rows, ids, n)
+    if len(jobs_all):
+        _job_series(history, jobs_all, n)
+    history.modules = {f: tuple(m) for f, m in (modules_of or {}).items()}
+    return history
+
+
+def _coded_rows(k, key_of: Mapping, night: int, ids: dict[str, dict[str, int]]):
+    """A night's kernel rows as integer codes of names numbered once over the nights, a
+    name's family told once (a 1,000-job night has 200,000 rows of 2,000 names; 30 of them
+    are held at once)."""
+    import pandas as pd
+
+    def codes(values, name, of=lambda u: str(u)):
+        got, uniq = pd.factorize(values)
+        table = np.array([ids[name].setdefault(of(u), len(ids[name])) for u in uniq], dtype=np.int32)
+        return table[got]
+
+    return pd.DataFrame({"night": np.full(len(k), night, dtype=np.int32),
+                         "key": codes(k["job"], "key", lambda u: str(key_of[u])),
+                         "family": codes(k["kernel"].astype(str), "family", family_of),
+                         "category": codes(k["category"].astype(str), "category"),
+                         "ms": k["device_ms"].to_numpy(dtype=float)})
+
+
+def _pooled_series(history: History, fam_rows: list, ids: dict[str, dict[str, int]], n: int) -> None:
+    """Each category's and family's jobs x nights, from one wide table (name, job) x night:
+    no Python loop over cells."""
+    import pandas as pd
+
+    if not fam_rows:
+        return
+    fams = pd.concat(fam_rows, ignore_index=True)
     name_of = {col: np.array(list(ids[col]), dtype=object) for col in ids}
-    if len(fams):
-        firsts = fams.drop_duplicates("family")
-        history.family_category = dict(zip(name_of["family"][firsts["family"]], name_of["category"][firsts["category"]]))
-    for level, col in (("category", "category"), ("family", "family")):
-        # jobs x nights a name, from one wide table (name, job) x night: no Python loop over cells
-        wide = fams.groupby([col, "key", "night"], sort=True)["ms"].sum().unstack("night")
-        wide = wide.reindex(columns=range(n))
-        if not len(wide):
-            continue
+    firsts = fams.drop_duplicates("family")
+    history.family_category = dict(zip(name_of["family"][firsts["family"]], name_of["category"][firsts["category"]]))
+    for col in ("category", "family"):
+        wide = fams.groupby([col, "key", "night"], sort=True)["ms"].sum().unstack("night").reindex(columns=range(n))
         names_idx = wide.index.get_level_values(0).to_numpy()
         values = wide.to_numpy(dtype=float)
         keys_idx = name_of["key"][wide.index.get_level_values(1).to_numpy()]
         bounds = np.flatnonzero(np.r_[True, names_idx[1:] != names_idx[:-1], True])
         for a, b in zip(bounds[:-1], bounds[1:]):
-            history.pooled[(level, str(name_of[col][names_idx[a]]))] = (list(keys_idx[a:b]), values[a:b])
-    if len(jobs_all):
-        def series(col, where=None):
-            rows = jobs_all if where is None else jobs_all[where]
-            for key, part in rows.groupby("key", sort=False):
-                v = np.full(n, np.nan)
-                v[part["night"].to_numpy()] = pd.to_numeric(part[col], errors="coerce").to_numpy()
-                yield key, v
+            history.pooled[(col, str(name_of[col][names_idx[a]]))] = (list(keys_idx[a:b]), values[a:b])
 
-        for key, v in series("device_ms"):
-            history.per_job[("kernels", key)] = v
-        if "gpu" in jobs_all:
-            busy = pd.to_numeric(jobs_all.get("busy_pct"), errors="coerce").fillna(0) >= STEP_BUSY_PCT
-            gpu = jobs_all["gpu"].notna()
-            step_col = "steady_step_ms" if "steady_step_ms" in jobs_all else "compiled_step_ms"
-            for key, v in series(step_col, busy & gpu):
-                history.per_job[("step", key)] = v
-        if "compile_s" in jobs_all:
-            cold = jobs_all.get("compile_state", pd.Series("cold", index=jobs_all.index)).fillna("cold") != "warm"
-            for key, v in series("compile_s", cold):
-                history.per_job[("compile", key)] = v
-        for col in ("sm_clock_mhz", "host_busy_cores", "slowed_rounds"):
-            if col in jobs_all:
-                by_night = pd.to_numeric(jobs_all[col], errors="coerce").groupby(jobs_all["night"]).median()
-                history.machine[col] = by_night.reindex(range(n)).to_numpy(dtype=float)
-        if "peak_memory_mb" in jobs_all:
-            for key, v in series("peak_memory_mb"):
-                history.per_job[("memory", key)] = v
-        if "accuracy" in jobs_all:
-            for key, part in jobs_all.groupby("key", sort=False):
-                verdicts: list[str | None] = [None] * n
-                for night, acc in zip(part["night"], part["accuracy"]):
-                    verdicts[int(night)] = acc if acc in ("passed", "failed") else None
-                history.accuracy[key] = verdicts
-    history.modules = {f: tuple(m) for f, m in (modules_of or {}).items()}
-    return history
+
+def _job_series(history: History, jobs_all, n: int) -> None:
+    """Each job's kernel time, step (where judged), cold compile, peak memory and accuracy a
+    night, and what the records say of the machine a night."""
+    import pandas as pd
+
+    def series(col, where=None):
+        rows = jobs_all if where is None else jobs_all[where]
+        for key, part in rows.groupby("key", sort=False):
+            v = np.full(n, np.nan)
+            v[part["night"].to_numpy()] = pd.to_numeric(part[col], errors="coerce").to_numpy()
+            yield key, v
+
+    wanted = [("kernels", "device_ms", None)]
+    if "gpu" in jobs_all:
+        busy = pd.to_numeric(jobs_all.get("busy_pct"), errors="coerce").fillna(0) >= STEP_BUSY_PCT
+        step_col = "steady_step_ms" if "steady_step_ms" in jobs_all else "compiled_step_ms"
+        wanted.append(("step", step_col, busy & jobs_all["gpu"].notna()))
+    if "compile_s" in jobs_all:
+        cold = jobs_all.get("compile_state", pd.Series("cold", index=jobs_all.index)).fillna("cold") != "warm"
+        wanted.append(("compile", "compile_s", cold))
+    if "peak_memory_mb" in jobs_all:
+        wanted.append(("memory", "peak_memory_mb", None))
+    for level, col, where in wanted:
+        for key, v in series(col, where):
+            history.per_job[(level, key)] = v
+    for col in ("sm_clock_mhz", "host_busy_cores", "slowed_rounds"):
+        if col in jobs_all:
+            by_night = pd.to_numeric(jobs_all[col], errors="coerce").groupby(jobs_all["night"]).median()
+            history.machine[col] = by_night.reindex(range(n)).to_numpy(dtype=float)
+    if "accuracy" in jobs_all:
+        for key, part in jobs_all.groupby("key", sort=False):
+            verdicts: list[str | None] = [None] * n
+            for night, acc in zip(part["night"], part["accuracy"]):
+                verdicts[int(night)] = acc if acc in ("passed", "failed") else None
+            history.accuracy[key] = verdicts

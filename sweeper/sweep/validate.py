@@ -164,15 +164,10 @@ def stop_on_problem(check, *args):
 def check_output_dir(path) -> None:
     """Raise SweepConfigError unless `path` (the sweep folder) can be created and written,
     so that an unwritable outputs folder stops the sweep before any job, not after."""
-    import tempfile
-    from pathlib import Path
+    from sweeper.record import write_problem
 
-    path = Path(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".write-check-"):
-            pass
-    except OSError as e:
+    why = write_problem(path)
+    if why:
         raise SweepConfigError(
-            f"the sweep folder {path} cannot be written ({e.strerror or e}); choose another with "
-            "hydra.sweep.dir=PATH, or fix its permissions") from None
+            f"the sweep folder {path} cannot be written ({why}); choose another with "
+            "hydra.sweep.dir=PATH, or fix its permissions")
