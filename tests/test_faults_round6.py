@@ -346,3 +346,26 @@ def test_a_record_that_turns_unreadable_is_said_and_counts(tmp_path):
         got.stdout
     trend = _history("trend", str(tmp_path / "nightly"), "--out", str(tmp_path / "trend.png"))
     assert trend.returncode == 0 and "night8: job #2's record cannot be read" in trend.stderr, trend.stderr
+
+
+def test_the_closing_lines_and_the_report_say_the_storage_and_its_server(tmp_path):
+    """Case 5: nothing said at the end that the jobs' folders are in storage, and the report's
+    fetch command had no --endpoint-url for an S3-compatible server (the AWS CLI would ask AWS)."""
+    from sweeper.reporting.html_parts import link
+    from sweeper.sweep.summary import closing_report
+
+    storage = "s3://sweeps/nightly?endpoint_override=127.0.0.1:9000&scheme=http"
+    log = "s3://sweeps/nightly/sweeps/k-1/0/job.log"
+    assert "aws s3 cp --endpoint-url http://127.0.0.1:9000 s3://sweeps/nightly/sweeps/k-1/0/job.log ." in \
+        link(log, tmp_path, "log", storage)
+    assert "--endpoint-url" not in link(log, tmp_path, "log", "s3://sweeps/nightly")  # AWS itself
+    assert "aws s3 cp --recursive --endpoint-url http://127.0.0.1:9000 s3://sweeps/x/0 ." in \
+        link("s3://sweeps/x/0", tmp_path, "folder", storage)
+
+    jobs = [{"num": n, "overrides": [f"model=m{n}"], "status": "ok",
+             "stored_at": f"s3://sweeps/nightly/sweeps/k-1/{n}"} for n in range(3)]
+    text, failed = closing_report(jobs, tmp_path, ["model=m0,m1,m2"])
+    assert not failed
+    assert "storage: 3 jobs' folders (traces, logs, modules) are in s3://sweeps/nightly/sweeps/k-1" in text
+    plain, _ = closing_report([{**j, "stored_at": None} for j in jobs], tmp_path, [])
+    assert "storage" not in plain

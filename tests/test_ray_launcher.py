@@ -421,6 +421,11 @@ def test_ray_worker_killed_mid_job_is_retried(tmp_path):
     assert "#0 ran again after its worker or node was lost" in out and "runs again (attempt 2)" in out, out[-4000:]
     rec = read_record(tmp_path / "sweep" / "0")
     assert rec["job"]["retried"]["attempt"] == 2 and s["jobs"][0]["retried"].startswith("attempt 2 on ")
+    # and where a reader looks later: the job's log first, the report (faults round 6, case 20)
+    first = (tmp_path / "sweep" / "0" / "job.log").read_text().splitlines()[0]
+    assert first.startswith("[sweeper] attempt 2 on ") and "worker or node was lost" in first, first
+    report = (tmp_path / "sweep" / "report.html").read_text()
+    assert "ran again from the start: #0 (attempt 2 on " in report, report[:3000]
 
 
 @pytest.mark.slow

@@ -269,11 +269,13 @@ def run_in_worker(spec: JobSpec, scratch_job_dir: str, timeout_s: float | None,
               "task again (hydra.launcher.max_retries_on_node_loss)", flush=True)
     record = run_job_process(spec, job_dir, timeout_s, progress_printer(spec.job_id))
     if attempt:
-        record.setdefault("job", {})["retried"] = {
-            "attempt": attempt + 1, "why": "its Ray worker or node was lost while it ran: Ray ran its task again "
-                                           "(hydra.launcher.max_retries_on_node_loss), from the start",
-            "host": socket.gethostname()}
+        again = {"attempt": attempt + 1, "why": "its Ray worker or node was lost while it ran: Ray ran its task again "
+                                                "(hydra.launcher.max_retries_on_node_loss), from the start",
+                 "host": socket.gethostname()}
+        record.setdefault("job", {})["retried"] = again
         write_record(job_dir, record)
+        said_in_log(job_dir / "job.log", f"[sweeper] attempt {again['attempt']} on {again['host']}: {again['why']}; "
+                                         "this log is that attempt's")
     where = {"scratch": str(job_dir), "host": socket.gethostname(), "node_id": ray.get_runtime_context().get_node_id(),
              "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
     if storage and stored_at:
@@ -281,6 +283,18 @@ def run_in_worker(spec: JobSpec, scratch_job_dir: str, timeout_s: float | None,
     # the scratch folder stays until the driver has written the bundle into the sweep folder
     # (discard_scratch): a driver that cannot (a full disk) names it as where the results are
     return {"record": record, "bundle": _results.pack(job_dir), **where}
+
+
+def said_in_log(log: Path, line: str) -> None:
+    """`line` first in the job's log (the job process wrote the log afresh), so that whoever
+    opens it reads before anything else that the job ran again."""
+    try:
+        body = log.read_bytes() if log.is_file() else b""
+        tmp = log.with_name(f".{log.name}.again")
+        tmp.write_bytes(line.encode() + b"\n" + body)
+        os.replace(tmp, log)
+    except OSError:  # the record says it anyway
+        pass
 
 
 def _attempt() -> int:

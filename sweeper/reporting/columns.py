@@ -79,6 +79,7 @@ JOB_COLUMNS: dict[str, str] = {
     "paused_by_others_s": "seconds this job stood paused while other jobs of its GPU timed (its compile_s includes them); none: never paused",
     "shared_gpu_with": "the jobs that ran on the same GPU at the same time as this one (space-separated numbers)",
     "rerun_alone": "why the job ran again alone on its GPU (it ran out of GPU memory beside others); none: it did not",
+    "ran_again": "\"attempt N on HOST\" where the job's Ray worker or node was lost while it ran and Ray ran it again from the start (hydra.launcher.max_retries_on_node_loss); its figures are the last attempt's; none: it ran once",
     "launch_us": "the host's launch speed while the job measured: median microseconds per launch of a tiny op (tasks/timing.launch_probe_us)",
     "gpu": "GPU name (none on a CPU)",
     "torch": "torch version",

@@ -57,11 +57,27 @@ _RECURSIVE = {"s3": " --recursive", "gs": " -r", "gcs": " -r"}
 LINKABLE = ("http", "https", "file")  # the only schemes a report links to
 
 
-def link(path: str | None, sweep_dir: Path, text: str) -> str:
+def endpoint_option(storage: str | None) -> str:
+    """` --endpoint-url scheme://host` for the AWS CLI where the job's storage (its record's
+    `job.storage`) is an S3-compatible server named by `endpoint_override`; '' for AWS itself
+    (a server named by AWS_ENDPOINT_URL is found by the CLI from the same variable)."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    if not storage or not str(storage).lower().startswith("s3://"):
+        return ""
+    query = dict(parse_qsl(urlsplit(str(storage)).query))
+    host = query.get("endpoint_override")
+    if not host or "@" in host:  # a host with credentials is refused before any job runs
+        return ""
+    return f" --endpoint-url {host if '://' in host else query.get('scheme', 'https') + '://' + host}"
+
+
+def link(path: str | None, sweep_dir: Path, text: str, storage: str | None = None) -> str:
     """A link to a job's file: relative to the sweep folder for a path or file URI inside it
     (the folder can be copied elsewhere), as it is for http(s); a path out of the sweep
     folder shown, not linked; an object store's URI shown as text with the command that
-    fetches it; any other scheme (a crafted record's `javascript:`) never a link."""
+    fetches it (from `storage`'s own server where it names one); any other scheme (a
+    crafted record's `javascript:`) never a link."""
     from urllib.parse import urlsplit
 
     if path is None or not text_of(path):
@@ -72,7 +88,8 @@ def link(path: str | None, sweep_dir: Path, text: str) -> str:
         scheme = ""
     if scheme in FETCH or (scheme and "://" in path and scheme not in LINKABLE):
         folder = "." not in path.rstrip("/").rsplit("/", 1)[-1]  # a job's folder, not one of its files
-        how = FETCH.get(scheme, "").format(uri=path, r=_RECURSIVE.get(scheme, "") if folder else "")
+        how = FETCH.get(scheme, "").format(uri=path, r=(_RECURSIVE.get(scheme, "") if folder else "")
+                                           + (endpoint_option(storage) if scheme == "s3" else ""))
         return (f"<code title='{esc('fetch it with: ' + how) if how else 'in object storage'}'>{esc(path)}</code>"
                 + (f" <span class='small'>({esc(how)})</span>" if how else ""))
     if scheme in ("http", "https"):  # the storage's own web address

@@ -76,13 +76,14 @@ def jobs_section(sweep_dir: Path, records: Mapping[int, Mapping[str, Any]], jobs
     for _, r in jobs.iterrows():
         rec = records.get(r["job"], {})
         traces = (rec.get("artifacts") or {}).get("traces") or {}
-        links = " ".join(link(p, sweep_dir, name) for name, p in traces.items()) or "–"
+        storage = (rec.get("job") or {}).get("storage")
+        links = " ".join(link(p, sweep_dir, name, storage) for name, p in traces.items()) or "–"
         name = f"<a href='#details-{r['job']}'>{esc(r['label'])}</a>" if details else esc(r["label"])
         out.append(
             f"<tr id='job-{r['job']}' class='{esc(r['status'])}'><td>{r['job']}</td><td>{name}</td><td>{esc(r['status'])}</td>"
             + "".join(f"<td class='num'>{fmt_num(r[c], f)}{compile_state_mark(r) if c == 'compile_s' else ''}</td>"
                       for _, c, f in shown)
-            + f"<td>{links}</td><td>{link(log_of(r, entries), sweep_dir, 'job.log')}</td></tr>")
+            + f"<td>{links}</td><td>{link(log_of(r, entries), sweep_dir, 'job.log', storage)}</td></tr>")
     out.append("</tbody></table>")
     return out
 

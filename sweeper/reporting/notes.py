@@ -200,8 +200,21 @@ def storage_missed_notes(jobs) -> list[str]:
             "a compile kept in the driver's compile store goes to the storage when the job next runs"]
 
 
+def ran_again_notes(jobs) -> list[str]:
+    """A note naming the jobs whose worker or node was lost and that Ray ran again."""
+    if "ran_again" not in jobs:
+        return []
+    hit = jobs[jobs["ran_again"].notna()]
+    if hit.empty:
+        return []
+    named = _named(hit, "ran_again", str)
+    return [f"these jobs lost their Ray worker or node while they ran and ran again from the start: {named}. Their "
+            "figures are the last attempt's; Ray's own logs say why the node was lost "
+            "(hydra.launcher.max_retries_on_node_loss sets how often a job runs again)"]
+
+
 def all_notes(jobs) -> list[str]:
     """Every note about the sweep's jobs, in the order the report shows them."""
     return (slower_than_eager_notes(jobs) + packing_notes(jobs) + busy_nvml_notes(jobs) + busy_host_notes(jobs) + unsteady_timing_notes(jobs)
             + launch_speed_notes(jobs) + microbench_failed_notes(jobs) + loaded_roofs_notes(jobs)
-            + storage_missed_notes(jobs))
+            + storage_missed_notes(jobs) + ran_again_notes(jobs))

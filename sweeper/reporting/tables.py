@@ -47,6 +47,12 @@ def _microbench_failed(rec: Mapping[str, Any]) -> dict:
             "microbench_error": failed[0] if failed else None}
 
 
+def _ran_again(job: dict) -> str | None:
+    """"attempt N on HOST" where Ray ran the job's task again after its worker or node was lost."""
+    again = job.get("retried")
+    return f"attempt {again.get('attempt')} on {again.get('host')}" if isinstance(again, dict) else None
+
+
 def _lease(rec: Mapping[str, Any]) -> dict:
     """JOB_COLUMNS["jobs_per_gpu"], ["lease_wait_s"], ["paused_others_s"] and
     ["paused_by_others_s"], from a record's timings.gpu_lease."""
@@ -126,6 +132,7 @@ def job_row(rec: Record, label: str | None, shared: str | None) -> dict:
         **_lease(rec),
         "shared_gpu_with": shared,
         "rerun_alone": job.get("rerun_alone"),
+        "ran_again": _ran_again(job),
         "gpu": env.get("gpu"),
         "torch": env.get("torch"),
         "triton": env.get("triton"),

@@ -34,6 +34,7 @@ def job_entry(num: int, overrides: list[str], job_dir: Path, record: Record, reu
                     f"{(record.get('job') or {})['retried'].get('host')}"
                     if isinstance((record.get("job") or {}).get("retried"), dict) else None),
         "storage_missed": storage_missed(record),
+        "stored_at": (record.get("job") or {}).get("stored_at"),  # its folder in shared storage
         "headline": headline(record),
     }
 
@@ -99,6 +100,11 @@ def closing_report(jobs: list[dict], sweep_dir: Path, command: list[str]) -> tup
         lines.append(f"{count(len(inaccurate), 'job')} compiled a step that does not compute what eager does "
                      "(its times are those of another computation):")
         lines += [f"  #{j['num']}: accuracy {j['accuracy']}" for j in inaccurate]
+    stored = [str(j["stored_at"]) for j in jobs if j.get("stored_at")]
+    if stored:  # said at the end too: where to look for the traces, logs and modules
+        where = sorted({s.rstrip("/").rsplit("/", 1)[0] for s in stored})
+        lines.append(f"storage: {count(len(stored), 'job')}' folders (traces, logs, modules) are in "
+                     f"{', '.join(where[:3])}{' and others' if len(where) > 3 else ''}")
     missed = [j for j in jobs if j.get("storage_missed")]
     if missed:
         lines.append(f"{count(len(missed), 'job')} missed the shared storage (hydra.launcher.storage_path):")
