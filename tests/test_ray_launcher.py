@@ -341,6 +341,50 @@ def test_the_watcher_waits_for_a_slow_ending_driver_and_then_ends_what_it_left()
             os.kill(child, signal.SIGKILL)
 
 
+# A driver whose Ray session is named by a child's command line (as the GCS's --log_dir
+# names it), which then ends at once: a worker the raylet started after the watcher's last
+# look is nobody's known descendant.
+SESSION_DRIVER = r"""
+import subprocess, sys, time
+from hydra_plugins.sweeper_ray import _reaper
+_reaper.watch_embedded_ray()
+gcs = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "--log_dir=" + sys.argv[1] + "/logs"],
+                       start_new_session=True)
+print(gcs.pid, flush=True)
+time.sleep(1.5)  # the watcher notes the child and reads the session from it
+"""
+
+
+def test_the_watcher_ends_the_workers_of_its_session_it_never_saw_start(tmp_path):
+    """Faults round 6, case 19: after SIGKILL of the driver, Ray workers started about 1 s
+    before lived on for up to 30 s: started after the watcher's last look, orphaned with the
+    raylet, they were no known descendant. Ray points a worker's stdout into its session's
+    log folder: the watcher ends the processes writing there."""
+    session = tmp_path / "ray" / "session_2026-12-07_23-28-00_262178_4242"
+    (session / "logs").mkdir(parents=True)
+    with open(session / "logs" / "worker-1.out", "w") as out:  # no descendant of the driver at all
+        worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], stdout=out,
+                                  start_new_session=True)
+    elsewhere = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], stdout=subprocess.DEVNULL,
+                                 start_new_session=True)  # another process of the user: left alone
+    proc = subprocess.Popen([sys.executable, "-c", SESSION_DRIVER, str(session)], cwd=ROOT, stdout=subprocess.PIPE,
+                            text=True)
+    gcs = int(proc.stdout.readline())
+    try:
+        assert proc.wait(timeout=60) == 0
+        deadline = time.time() + 15
+        while time.time() < deadline and (worker.poll() is None or _alive(gcs)):
+            time.sleep(0.2)
+        assert worker.poll() is not None, "a worker of the driver's Ray session outlived the driver"
+        assert not _alive(gcs)
+        assert elsewhere.poll() is None, "a process outside the session was killed"
+    finally:
+        for p in (worker, elsewhere):
+            p.kill()
+        if _alive(gcs):
+            os.kill(gcs, signal.SIGKILL)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("after_s", [0.3])
 def test_sigterm_while_ray_starts_cancels_the_sweep_and_leaves_no_process(tmp_path, after_s):

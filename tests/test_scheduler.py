@@ -152,6 +152,21 @@ def test_ctrl_c_cancels_running_and_queued_jobs_and_keeps_the_finished(tmp_path)
     assert not summary(tmp_path)["complete"]
 
 
+def test_ctrl_c_between_the_submission_and_the_wait_cancels_every_job(tmp_path):
+    """Faults round 6, case 19: a SIGTERM 0.9 s after Ray's start line, once the jobs were
+    submitted and before the wait began (the expected-time line), exited 130 with no
+    summary.json and no record: it fell outside the run's cancelling handlers."""
+    jobs = make_jobs(tmp_path, ["model=resnet18", "batch_size=8"], ["model=resnet18", "batch_size=16"])
+    sched = Scheduler(settings_of(SETTINGS), jobs, tmp_path, MemoryExecutor(), command=["test"])
+
+    def interrupted(to_run, slots):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        sched.run(expected=interrupted)
+    assert sorted(j["status"] for j in summary(tmp_path)["jobs"]) == ["cancelled", "cancelled"]
+
+
 def test_a_lost_worker_fails_its_job_and_the_sweep_goes_on(tmp_path):
     jobs = make_jobs(tmp_path, ["model=resnet18"], ["model=resnet34"], ["model=resnet50"])
     lost = "Ray task failed (WorkerCrashedError): the worker died unexpectedly"

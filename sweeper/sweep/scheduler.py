@@ -88,28 +88,29 @@ class Scheduler:
 
     def run(self, expected=None) -> None:
         """Every job to its end. `expected(jobs, slots)`: the sweep's expected duration (a
-        line, seconds) from earlier sweeps, for the progress line."""
-        to_run = self.to_run = self.keep_finished()
+        line, seconds) from earlier sweeps, for the progress line. Ctrl-C or SIGTERM at any
+        point of it (while the executor starts, between the submission and the wait: a
+        SIGTERM there once left no summary.json) cancels every job not finished."""
+        progress = None
         try:
+            to_run = self.to_run = self.keep_finished()
             if to_run:  # nothing to run (a finished sweep resumed): no executor at all
                 self.submit(to_run)
-        except KeyboardInterrupt:  # Ctrl-C or SIGTERM while the executor starts: every job to run is cancelled
-            stopping.cancel(self)
-            raise
-        line, expected_s = expected(to_run, self.slots) if to_run and expected else ("", None)
-        if line:
-            log.info(line)
-        progress = Progress(len(self.jobs), len(self.jobs) - len(to_run), expected_s=expected_s)
-        self.write_summary(force=True)
-        progress.start()
-        try:
+            line, expected_s = expected(to_run, self.slots) if to_run and expected else ("", None)
+            if line:
+                log.info(line)
+            progress = Progress(len(self.jobs), len(self.jobs) - len(to_run), expected_s=expected_s)
+            self.write_summary(force=True)
+            progress.start()
             self.wait_all(progress)
         except KeyboardInterrupt:
-            progress.stop()  # before the message, so that it prints below the live line
+            if progress is not None:
+                progress.stop()  # before the message, so that it prints below the live line
             stopping.cancel(self)
             raise
         finally:
-            progress.stop()  # the live line's last state stays on the screen
+            if progress is not None:
+                progress.stop()  # the live line's last state stays on the screen
 
     def keep_finished(self) -> list[Job]:
         """The jobs to run: those without an ok record of the same overrides (resume)."""
