@@ -47,7 +47,7 @@ def _microbench_failed(rec: Mapping[str, Any]) -> dict:
             "microbench_error": failed[0] if failed else None}
 
 
-def _ran_again(job: dict) -> str | None:
+def _ran_again(job: Mapping[str, Any]) -> str | None:
     """"attempt N on HOST" where Ray ran the job's task again after its worker or node was lost."""
     again = job.get("retried")
     return f"attempt {again.get('attempt')} on {again.get('host')}" if isinstance(again, dict) else None
