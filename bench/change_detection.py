@@ -4,8 +4,11 @@ drawn from real repeated nights, regressions injected, A/A histories with none.
     python bench/change_detection.py [--histories 40] [--aa 20] [--nights 30] [--jobs 200]
                                      [--timing-jobs 1000] [--out bench/results/nightly/change_detection.md]
 
-The asv baseline needs asv (`.venv/bin/pip install asv`: a bench dependency, not the
-project's). About 5 minutes on 2 cores at the defaults.
+The asv and Otava baselines need asv and Apache Otava (`.venv/bin/pip install asv` and
+`.venv/bin/pip install --no-deps apache-otava==0.8.0`: bench dependencies, not the project's;
+Otava without its dependencies, whose pins (numpy 2.2.0, scipy <1.17, BigQuery, Postgres and
+Slack clients) fight the project's, since its analysis needs only numpy and scipy). About
+25 minutes on 2 cores at the defaults.
 
 The noise: the committed H200 nights of one sweep run three times (tests/fixtures/h200/
 nightly/night1..3: resnet18, resnet50, convnext_tiny, vit_small inference at batch 32, the
@@ -25,7 +28,12 @@ Methods side by side, each on the same histories:
 - HUD: PyTorch's dashboard rule, each metric against the median of the 6 nights before,
   flagged when two nights in a row violate (kernel and step time 5%, compile 15%, memory 5%);
 - asv: asv's step fit (asv.step_detect: an L1 Potts model with its own penalty) of each
-  job's kernel and step time, a step of 5% or more flagged at its first night.
+  job's kernel and step time, a step of 5% or more flagged at its first night;
+- Otava per job: Apache Otava's analysis (otava.analysis.compute_change_points, its
+  defaults) of each job's kernel and step time, compile time and peak memory;
+- Otava pooled: the same analysis of each kernel family's and category's pooled series (the
+  median over its jobs of each job's log time against its own median) and each job's step,
+  compile and memory series.
 A detection is right when it names an injected change (its family, or a job it touched, and
 the series) at its night, a night early or two late; "exact" counts those at its very night.
 """
@@ -333,6 +341,39 @@ def asv_steps(s: Synthetic) -> list[tuple[str, tuple[str, ...], int]]:
     return out
 
 
+def _otava(x) -> list[int]:
+    """The nights where Apache Otava's change-point analysis (otava.analysis: e-divisive
+    means split in windows, then merged by a t-test) cuts a series, at Otava's own defaults
+    (window 50, max p 0.001, no magnitude floor)."""
+    from otava.analysis import compute_change_points
+
+    x = np.asarray(x, dtype=float)
+    if np.isnan(x).any():
+        x = np.where(np.isnan(x), np.nanmedian(x), x)
+    points, _ = compute_change_points(list(map(float, x)))
+    return [int(p.index) for p in points]
+
+
+def otava_per_job(s: Synthetic) -> list[tuple[str, tuple[str, ...], int]]:
+    """Otava as a project runs it: one series a job and metric (kernel and step time,
+    compile time, peak memory), each change point flagged."""
+    return [(name, (j,), t) for j, by in s.series.items() for name in ("kernels", "step", "compile", "memory")
+            for t in _otava(by[name])]
+
+
+def otava_pooled(s: Synthetic) -> list[tuple[str, tuple[str, ...], int]]:
+    """Otava on sweeper's pooling: each kernel family's and category's series the median over
+    the jobs that run it of the job's log time against its own median (one series a
+    family, not one a job), and each job's step, compile and memory series as they are."""
+    out = []
+    for (level, name), (jobs, matrix) in s.history.pooled.items():
+        logs = np.log(np.where(matrix > 0, matrix, np.nan))
+        pooled = np.nanmedian(logs - np.nanmedian(logs, axis=1, keepdims=True), axis=0)
+        out += [(f"{level}:{name}", tuple(jobs), t) for t in _otava(pooled)]
+    return out + [(name, (j,), t) for j, by in s.series.items() for name in ("step", "compile", "memory")
+                  for t in _otava(by[name])]
+
+
 def new(s: Synthetic) -> list[list[tuple[str, tuple[str, ...], int]]]:
     """`history changes`' analysis: one group a cause (sweeper/analysis/causes.py), its
     changes the group's detections."""
@@ -416,7 +457,8 @@ def f1(sc: Score) -> tuple[float, float, float]:
     return recall, precision, f
 
 
-METHODS = {"new": new, "pairwise": pairwise, "HUD": hud, "asv": asv_steps}
+METHODS = {"new": new, "Otava per job": otava_per_job, "Otava pooled": otava_pooled, "pairwise": pairwise, "HUD": hud,
+           "asv": asv_steps}
 
 
 def run_scenario(models, n, nights, jobs, rng, injections, real: RealNoise | None = None) -> dict[str, Score]:
@@ -523,7 +565,7 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(a.seed)
     models = real_models(np.random.default_rng(a.seed))
     real = RealNoise()
-    lines = [f"# Change points over nightly histories: the new method against three baselines",
+    lines = [f"# Change points over nightly histories: the new method against its peers",
              "", f"`python bench/change_detection.py --histories {a.histories} --aa {a.aa} --nights {a.nights} "
                  f"--jobs {a.jobs} --timing-jobs {a.timing_jobs} --seed {a.seed}` "
                  f"({time.strftime('%Y-%m-%d')}; thresholds PENALTY={ch.PENALTY}, FDR_Q={ch.FDR_Q})", "",
