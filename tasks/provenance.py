@@ -83,7 +83,9 @@ def tag_graph(graph) -> int:
         pass_ = BACKWARD if backward or not node.meta.get("nn_module_stack") else FORWARD
         path, cls = list(stack.values())[-1] if stack else (None, None)  # the innermost module
         work = node_work(node)
-        node.meta["stack_trace"] = text + tag_line(
+        # autograd's "Gradient addition node" trace ends without a newline: the tag must
+        # start a line of its own, or it is not read and the node's module is lost
+        node.meta["stack_trace"] = text + ("\n" if text and not text.endswith("\n") else "") + tag_line(
             pass_, None if path is None else str(path), None if cls is None else _class_name(cls), node.name,
             Work(**work) if work else None, elems=node_elements(node), const=is_constant(node), view=is_view(node),
             op=op_name(node), inputs=tuple(n.name for n in node.all_input_nodes))

@@ -481,3 +481,43 @@ def test_a_decompositions_nodes_take_the_module_of_their_call():
     loss.meta["stack_trace"] = 'File "bench.py", line 5, in forward\n    return F.cross_entropy(out, y)\n'
     got = _same_call_modules(g)
     assert got == {sig: act_stack, mul: act_stack}
+
+
+@pytest.mark.slow
+def test_a_gradient_addition_keeps_the_modules_upstream_of_it(tmp_path, monkeypatch):
+    """timm's resnet18 compiled for real (training, CPU): autograd's "Gradient addition node"
+    stack trace ends without a newline, the tag was appended to that line and not read, and
+    the walk from the kernel's stored values stopped there. The kernel that adds a block's
+    two input gradients applies the next block's last ReLU mask (the skip's gradient): it
+    named the block's own modules, not that ReLU (issue on attribution with no blind spots)."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    torch = pytest.importorskip("torch")
+    timm = pytest.importorskip("timm")
+
+    from tasks import provenance
+    from tasks.capture import ModuleCapture
+
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(post_grad_custom_pre_pass=None, fx_graph_cache=False):
+        assert provenance.install() == "installed"
+        net = timm.create_model("resnet18", num_classes=10)
+        with ModuleCapture() as capture:
+            torch.compile(net)(torch.randn(2, 3, 32, 32)).sum().backward()
+    torch._dynamo.reset()
+    known = {name for name, _ in net.named_modules()}
+    named = [{la.path for la in site.layers if la.pass_ == "backward"}
+             for m in capture.modules if m.label().startswith("backward")
+             for site in ls.with_known_paths(ls.sites_of(open(m.path).read(), m.stack_traces), known)
+             if not site.extern]
+    for layer in ("layer1", "layer2", "layer3", "layer4"):
+        adds = [n for n in named if f"{layer}.0.act2" in n and f"{layer}.0.bn2" in n and f"{layer}.1.bn2" not in n]
+        assert adds and all(f"{layer}.1.act2" in n for n in adds), (layer, adds)
+
+
+def test_a_tag_after_a_gradient_addition_line_is_read():
+    """Records written before the tag started a line of its own: read all the same."""
+    line = ("File \"timm/models/resnet.py\", line 98, in forward\n    x += shortcut\n"
+            "Gradient addition node due to multiple use of tensor around:"
+            + ls.tag_line("backward", None, None, "add_2", elems=1024, op="add", inputs=("where", "getitem_3")))
+    (tag,) = ls.read_tags(line)
+    assert tag.node == "add_2" and tag.inputs == ("where", "getitem_3") and tag.layer is None

@@ -148,9 +148,11 @@ def read_tags(stack: str) -> list[Tag]:
     out = []
     for line in stack.splitlines():
         line = line.strip()
-        if not line.startswith(TAG):
+        if TAG not in line:
             continue
-        parts = line[len(TAG):].split()
+        # records written before the tag started a line of its own carry it after the text
+        # of autograd's "Gradient addition node" trace
+        parts = line[line.index(TAG) + len(TAG):].split()
         if len(parts) < 4:
             continue
         pass_, path, cls, node = parts[:4]
