@@ -228,7 +228,8 @@ def run(model: str, device: str, batch: int, image_size: int | None, training: b
 
     from sweeper.analysis import attribution as at
     from sweeper.analysis import trace as tr
-    from sweeper.analysis.launch_sites import fit_path, normalize_path, sites_of, with_known_paths
+    from sweeper.analysis.launch_sites import fit_path, sites_of, with_known_paths
+    from sweeper.analysis.node_tags import normalize_path
     from sweeper.torch_internals.probes import inductor_config
     from tasks import provenance
     from tasks.capture import ModuleCapture

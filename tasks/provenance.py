@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sweeper.analysis.launch_sites import BACKWARD, FORWARD, Work, tag_line
+from sweeper.analysis.node_tags import BACKWARD, FORWARD, Work, tag_line
 from tasks.node_work import is_constant, is_view, node_elements, node_work, op_name
 
 # Bump when the tag's text changes: the cache key changes with it.

@@ -9,6 +9,7 @@ import pytest
 
 from sweeper.analysis import attribution as at
 from sweeper.analysis import launch_sites as ls
+from sweeper.analysis import node_tags as nt
 from sweeper.analysis import module_rollup as mr
 from sweeper.analysis.graph_breaks import graph_break, graph_breaks
 from sweeper.analysis.trace import Interval
@@ -16,15 +17,15 @@ from sweeper.analysis.trace import Interval
 
 def stack(file: str, line: int, code: str, pass_: str, path: str, cls: str, node: str) -> str:
     return (f'  File "/venv/lib/python3.12/site-packages/{file}", line {line}, in forward\n    {code}\n'
-            + ls.tag_line(pass_, path, cls, node))
+            + nt.tag_line(pass_, path, cls, node))
 
 
 def test_dynamo_module_paths_read_as_named_modules_spells_them():
-    assert ls.normalize_path("L['self'].layer4[0].bn2") == "layer4.0.bn2"
-    assert ls.normalize_path("G['model'].features.denseblock3.denselayer12.conv2") == \
+    assert nt.normalize_path("L['self'].layer4[0].bn2") == "layer4.0.bn2"
+    assert nt.normalize_path("G['model'].features.denseblock3.denselayer12.conv2") == \
         "features.denseblock3.denselayer12.conv2"
-    assert ls.normalize_path("L['self'].blocks._modules['2'].conv") == "blocks.2.conv"
-    assert ls.normalize_path("L['self']") == ""
+    assert nt.normalize_path("L['self'].blocks._modules['2'].conv") == "blocks.2.conv"
+    assert nt.normalize_path("L['self']") == ""
     assert ls.fit_path("model.layer4.0.bn2", {"layer4", "layer4.0", "layer4.0.bn2"}) == "layer4.0.bn2"
     assert ls.fit_path("nowhere.x", {"layer4"}) == "nowhere.x"  # never made up
 
@@ -32,16 +33,16 @@ def test_dynamo_module_paths_read_as_named_modules_spells_them():
 def test_a_tag_reads_back_with_its_node_and_the_stacks_innermost_frame():
     s = stack("timm/models/resnet.py", 153, "x = self.bn2(x)", "backward", "L['self'].layer4[0].bn2",
               "BatchNorm2d", "native_batch_norm_backward_3")
-    assert ls.read_tags(s) == [ls.Tag(ls.Layer("layer4.0.bn2", "BatchNorm2d", "backward"), "native_batch_norm_backward_3")]
+    assert nt.read_tags(s) == [nt.Tag(nt.Layer("layer4.0.bn2", "BatchNorm2d", "backward"), "native_batch_norm_backward_3")]
     # a matmul's tag carries its work, and reads back
-    w = ls.Work(2 * 64 * 512 * 1000, 2 * (64 * 512 + 512 * 1000 + 64 * 1000), "float16")
-    tagged = ls.tag_line("forward", "L['self'].fc", "Linear", "addmm", w, elems=512000, op="addmm")
-    assert ls.read_tags(tagged) == [ls.Tag(ls.Layer("fc", "Linear", "forward"), "addmm", w, 512000.0, op="addmm")]
+    w = nt.Work(2 * 64 * 512 * 1000, 2 * (64 * 512 + 512 * 1000 + 64 * 1000), "float16")
+    tagged = nt.tag_line("forward", "L['self'].fc", "Linear", "addmm", w, elems=512000, op="addmm")
+    assert nt.read_tags(tagged) == [nt.Tag(nt.Layer("fc", "Linear", "forward"), "addmm", w, 512000.0, op="addmm")]
     # a graph-wide constant and a node of no module: their flags read back; neither weighs
-    const = ls.read_tags(ls.tag_line("backward", "L['self'].act", "ReLU", "full_default_5", elems=1, const=True))[0]
-    loss = ls.read_tags(ls.tag_line("forward", None, None, "amax", elems=2000))[0]
+    const = nt.read_tags(nt.tag_line("backward", "L['self'].act", "ReLU", "full_default_5", elems=1, const=True))[0]
+    loss = nt.read_tags(nt.tag_line("forward", None, None, "amax", elems=2000))[0]
     assert const.const and const.weight == 0 and loss.layer is None and loss.weight == 2000
-    assert ls.read_tags(ls.tag_line("forward", None, None, "view_1", elems=9, view=True))[0].weight == 0
+    assert nt.read_tags(nt.tag_line("forward", None, None, "view_1", elems=9, view=True))[0].weight == 0
     assert ls.innermost_frame(s) == ("timm/models/resnet.py", 153, "x = self.bn2(x)")
     assert ls.computes("convolution_backward_3", "convolution_backward")
     assert not ls.computes("convolution_backward_3", "convolution") and ls.computes("mm", "mm")
@@ -81,7 +82,7 @@ def test_launch_sites_come_in_call_order_with_their_layers():
     # a fused batch-norm + ReLU kernel names both modules, each with its own line
     assert [la.path for la in sites[1].layers] == ["bn", "act"] and sites[1].layer_sources == ("m.py:11", "m.py:12")
     assert [la.path for la in sites[2].layers] == ["fc"]  # not the ReLU fused into its input
-    assert sites[3].layers == (ls.Layer("", "Net", "forward"),)
+    assert sites[3].layers == (nt.Layer("", "Net", "forward"),)
 
 
 def k(name: str, start: float, dur: float, cat: str = "kernel") -> Interval:
@@ -177,7 +178,7 @@ def test_the_summary_is_scaled_to_the_breakdown_and_fills_the_kernel_columns():
 
 def tagged(file_line: int, code: str, pass_: str, path: str | None, cls: str | None, node: str, **tag) -> str:
     return (f'  File "/venv/lib/python3.12/site-packages/timm/models/resnet.py", line {file_line}, in forward\n'
-            f'    {code}\n' + ls.tag_line(pass_, path, cls, node, **tag))
+            f'    {code}\n' + nt.tag_line(pass_, path, cls, node, **tag))
 
 
 BACKWARD = """
@@ -375,7 +376,7 @@ def test_a_real_compile_tags_its_kernels_and_reports_its_graph_break(tmp_path, m
     # element 3x3x3 multiply-adds; its backward computes the weight's gradient only (the input
     # needs none): as many; the fc (addmm, 2x8 by 8x4) 2x8x4 multiply-adds
     conv = 2 * (2 * 8 * 6 * 6) * (3 * 3 * 3)
-    assert works[("convolution", "forward")] == ls.Work(conv, 4 * (2 * 3 * 8 * 8 + 8 * 3 * 3 * 3 + 8 + 2 * 8 * 6 * 6),
+    assert works[("convolution", "forward")] == nt.Work(conv, 4 * (2 * 3 * 8 * 8 + 8 * 3 * 3 * 3 + 8 + 2 * 8 * 6 * 6),
                                                         "float32")
     assert works[("convolution_backward", "backward")].flops == conv
     assert works[("addmm", "forward")].flops == 2 * 2 * 8 * 4
@@ -518,6 +519,6 @@ def test_a_tag_after_a_gradient_addition_line_is_read():
     """Records written before the tag started a line of its own: read all the same."""
     line = ("File \"timm/models/resnet.py\", line 98, in forward\n    x += shortcut\n"
             "Gradient addition node due to multiple use of tensor around:"
-            + ls.tag_line("backward", None, None, "add_2", elems=1024, op="add", inputs=("where", "getitem_3")))
-    (tag,) = ls.read_tags(line)
+            + nt.tag_line("backward", None, None, "add_2", elems=1024, op="add", inputs=("where", "getitem_3")))
+    (tag,) = nt.read_tags(line)
     assert tag.node == "add_2" and tag.inputs == ("where", "getitem_3") and tag.layer is None

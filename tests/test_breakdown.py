@@ -262,6 +262,7 @@ def test_one_preempted_call_among_five_does_not_rank_a_kernel_first():
     counted as outliers. The launch ranking of what is left to win uses the typical time."""
     from sweeper.analysis import attribution as at
     from sweeper.analysis import launch_sites as ls
+    from sweeper.analysis import node_tags as nt
     from sweeper.analysis import roofline as rl
 
     se = [133.25, 0.04, 0.04, 85.88, 0.04]
@@ -279,10 +280,10 @@ def test_one_preempted_call_among_five_does_not_rank_a_kernel_first():
     assert first["name"] == "aten::mkldnn_convolution" and first["typical_ms"] == pytest.approx(1.0)
     assert second["typical_ms"] == pytest.approx(0.04) and second["outlier_runs"] == 2
     assert second["device_ms"] == pytest.approx(sum(se) / 5)  # the mean stays, beside it
-    se_site = ls.Site("extern_kernels.convolution", 1, True, layers=(ls.Layer("blocks.1.se.conv_reduce", "Conv2d", "forward"),),
-                      work=ls.Work(76800, 1e4, "float32"))
-    conv = ls.Site("extern_kernels.convolution", 2, True, layers=(ls.Layer("conv_head", "Conv2d", "forward"),),
-                   work=ls.Work(1e9, 1e6, "float32"))
+    se_site = ls.Site("extern_kernels.convolution", 1, True, layers=(nt.Layer("blocks.1.se.conv_reduce", "Conv2d", "forward"),),
+                      work=nt.Work(76800, 1e4, "float32"))
+    conv = ls.Site("extern_kernels.convolution", 2, True, layers=(nt.Layer("conv_head", "Conv2d", "forward"),),
+                   work=nt.Work(1e9, 1e6, "float32"))
     placed = at.Placed(runs=5, event_sites=[((se_site, 1.0),), ((conv, 1.0),)] * 5, run_of=run_of)
     rows = rl.launch_rows(events, placed, {}, {"copy_gbps": 10.0, "matmul_tflops": {"float32": 2.0}, "key": {}})
     assert [r["site"] for r in rows] == ["extern_kernels.convolution:2", "extern_kernels.convolution:1"]

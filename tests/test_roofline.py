@@ -15,6 +15,7 @@ import pytest
 
 from sweeper.analysis import attribution as at
 from sweeper.analysis import launch_sites as ls
+from sweeper.analysis import node_tags as nt
 from sweeper.analysis import roofline as rl
 from sweeper.analysis.trace import Interval
 from tests.conftest import FIXTURES, H200, read_text, sweep_from_fixture
@@ -80,10 +81,10 @@ def test_the_bound_is_the_slower_roof_and_tf32_bounds_float32_convolutions():
 def test_each_launch_site_is_bounded_by_its_work_and_what_is_left_is_ranked():
     """A hand-made step: a convolution whose library call launches a layout transform and the
     kernel, a Triton kernel with Inductor's bytes, and a memset between graphs."""
-    layer = ls.Layer("features.conv0", "Conv2d", "forward")
+    layer = nt.Layer("features.conv0", "Conv2d", "forward")
     conv = ls.Site("extern_kernels.convolution", 1, True, layers=(layer,), sources=("timm/x.py:3",),
-                   work=ls.Work(2e9, 20e6, "float16"))
-    relu = ls.Site("triton_poi_fused_relu_0", 2, False, layers=(ls.Layer("features.relu0", "ReLU", "forward"),))
+                   work=nt.Work(2e9, 20e6, "float16"))
+    relu = ls.Site("triton_poi_fused_relu_0", 2, False, layers=(nt.Layer("features.relu0", "ReLU", "forward"),))
     events = [Interval("nchwToNhwcKernel", "kernel", 0, 10), Interval("sm90_xmma_fprop", "kernel", 10, 30),
               Interval("triton_poi_fused_relu_0", "kernel", 40, 20), Interval("Memset (Device)", "gpu_memset", 70, 5)]
     placed = at.Placed(runs=1, event_sites=[((conv, 1.0),), ((conv, 1.0),), ((relu, 1.0),), ()])

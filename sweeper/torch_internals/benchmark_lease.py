@@ -152,7 +152,7 @@ def _lowering_site() -> str | None:
         node = V.graph.current_node
     except Exception:  # noqa: BLE001 - no graph being lowered (a benchmark outside a compile)
         return None
-    from sweeper.analysis.launch_sites import read_tags
+    from sweeper.analysis.node_tags import read_tags
 
     tags = read_tags(str(getattr(node, "meta", {}).get("stack_trace") or ""))
     tag = next((t for t in tags if t.node == getattr(node, "name", None)), tags[-1] if tags else None)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from sweeper.analysis.launch_sites import STORES
+from sweeper.analysis.node_tags import STORES
 
 _externs: dict[int, set] = {}
 
