@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from sweeper.analysis import attribution as at
+from sweeper.analysis import library_placement as lp
 from sweeper.analysis import launch_sites as ls
 from sweeper.analysis import node_tags as nt
 from sweeper.analysis import module_rollup as mr
@@ -98,7 +99,7 @@ def test_kernels_by_name_and_library_kernels_by_launch_order():
     assert rows[("conv", "library_mm_conv")] == pytest.approx(0.1)
     assert rows[("bn", "triton_pointwise")] == rows[("act", "triton_pointwise")] == pytest.approx(0.02)  # split evenly
     assert rows[("fc", "library_mm_conv")] == pytest.approx(0.06)
-    assert placed.how == pytest.approx({at.BY_ORDER: 0.16, at.BY_NAME: 0.05})
+    assert placed.how == pytest.approx({lp.BY_ORDER: 0.16, at.BY_NAME: 0.05})
     assert not placed.unattributed and placed.events[0] == ("conv (Conv2d, forward)", "m.py:10")
 
 
@@ -118,8 +119,8 @@ def test_a_gemm_under_a_convolution_goes_to_it_and_a_memset_with_no_extern_call_
     assert placed.unattributed[at.NO_SITE] == pytest.approx(0.002)
     # a convolution's kernel never goes to an mm call
     mm = ls.Site("extern_kernels.mm", 9, True)
-    assert not at.compatible(k("sm90_xmma_dgrad_implicit_gemm", 0, 1), mm)
-    assert at.compatible(k("aten::mm", 0, 1, "cpu_op"), mm) and not at.compatible(k("aten::addmm", 0, 1, "cpu_op"), mm)
+    assert not lp.compatible(k("sm90_xmma_dgrad_implicit_gemm", 0, 1), mm)
+    assert lp.compatible(k("aten::mm", 0, 1, "cpu_op"), mm) and not lp.compatible(k("aten::addmm", 0, 1, "cpu_op"), mm)
 
 
 def test_a_modules_leading_extern_call_and_time_between_graphs():
@@ -169,7 +170,7 @@ def test_the_summary_is_scaled_to_the_breakdown_and_fills_the_kernel_columns():
     assert summary["attributed_ms"] == pytest.approx(0.05) and summary["attributed_pct"] == pytest.approx(100)
     assert sum(r["device_ms"] for r in summary["rows"]) == pytest.approx(0.05)
     assert breakdown["kernels"][0]["model_modules"] == ["conv (Conv2d, forward)"]
-    assert breakdown["kernels"][0]["model_aten"] == ["aten.convolution"] and breakdown["kernels"][0]["model_how"] == at.BY_ORDER
+    assert breakdown["kernels"][0]["model_aten"] == ["aten.convolution"] and breakdown["kernels"][0]["model_how"] == lp.BY_ORDER
     assert breakdown["kernels"][1]["model_how"] == at.BY_NAME
     assert breakdown["kernels"][0]["model_source"] == "m.py:10"
     assert breakdown["kernels"][1]["model_modules"] == ["bn (BatchNorm2d, forward)", "act (ReLU, forward)"]
@@ -258,7 +259,7 @@ def test_adjacent_library_calls_get_their_own_times():
     placed = at.attribute_events(events, [sites], runs=1)
     rows = {r["module"]: r["device_ms"] for r in at.summary(placed)["rows"] if r["category"] != "cpp_kernel"}
     assert rows == pytest.approx({"layer4.0.conv1": 64.5, "layer4.0.downsample.0": 0.37})
-    assert placed.how[at.BY_LINK] == pytest.approx(64.87)
+    assert placed.how[lp.BY_LINK] == pytest.approx(64.87)
 
 
 def test_a_gpus_library_kernels_go_to_the_call_that_launched_them():
@@ -275,13 +276,13 @@ def test_a_gpus_library_kernels_go_to_the_call_that_launched_them():
     assert rows[("layer4.0.downsample.0", "backward")] == pytest.approx(0.04)
     # without links: two main kernels a call, cut in call order (the memset with the kernel before it)
     by_kind = at.attribute_events([bn, *gap, relu], [sites], 1)
-    assert by_kind.how[at.BY_KIND] == pytest.approx(0.54)
+    assert by_kind.how[lp.BY_KIND] == pytest.approx(0.54)
     rows = mr.rollup(at.summary(by_kind)["rows"])
     assert rows[("layer4.0.conv1", "backward")] == pytest.approx(0.501)
     assert rows[("layer4.0.downsample.0", "backward")] == pytest.approx(0.039)
     # three main kernels for two calls: nothing tells them apart, they are shared and said so
     odd = at.attribute_events([bn, *gap[:4], relu], [sites], 1)
-    assert odd.how[at.BY_ORDER_SHARED] == pytest.approx(0.531)
+    assert odd.how[lp.BY_ORDER_SHARED] == pytest.approx(0.531)
     # a kernel whose op is no call of the gap (a zero_ between two calls) goes nowhere
     fill = k("void at::native::vectorized_elementwise_kernel<fill>", 505, 2)
     placed = at.attribute_events([bn, gap[0], fill, gap[3], relu], [sites], 1,

@@ -33,16 +33,13 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from sweeper.analysis.categories import categorize
-from sweeper.analysis.launch_sites import Site, extern_op
+from sweeper.analysis.launch_sites import Site
+from sweeper.analysis.library_placement import between_graphs, extern_between, place_gap
 from sweeper.analysis.trace import Interval
 
 
 # How a kernel's time was placed, most direct first (the record keeps the ms of each).
 BY_NAME = "provenance (kernel name)"  # a Triton or C++ kernel: its launch site by its unique name
-BY_ORDER = "provenance (extern call, launch order)"  # a library kernel: the one extern call between its neighbours
-BY_LINK = "provenance (extern calls, the profiler's link to the op)"  # among several: the op that launched it
-BY_KIND = "provenance (extern calls, launch order by kernel kind)"  # among several, no link: cut in call order
-BY_ORDER_SHARED = "provenance (extern calls, launch order, split)"  # among several, nothing tells them apart
 
 # Why a kernel's time was not placed.
 OUTSIDE = "outside compiled graphs"  # eager code between graphs (the loss, autograd's seed)
@@ -50,9 +47,6 @@ NO_SITE = "inside a compiled graph, no extern call to place it"  # e.g. a memset
 NO_MODULE = "launch site with no model module"  # e.g. the copy of parameters into a new layout
 
 _CPP_EVENT_RE = re.compile(r"^graph_\d+_")
-# library kernel names by the kind of extern call that launches them (on a GPU)
-_CONV_NAME_RE = re.compile(r"conv|fprop|dgrad|wgrad|winograd|implicit|cudnn", re.IGNORECASE)
-_GEMM_NAME_RE = re.compile(r"gemm|gemv|cublas|nvjet|matmul", re.IGNORECASE)
 
 
 @dataclass
@@ -89,35 +83,45 @@ def event_kernel_name(name: str) -> str:
     return _CPP_EVENT_RE.sub("", name)
 
 
-def _is_mm(op: str) -> bool:
-    return "mm" in op or "linear" in op or "matmul" in op
+def _anchors(events: Sequence[Interval], modules: Sequence[Sequence[Site]]) -> list[tuple[int, int] | None]:
+    """Each event's launch site (module, position) where Inductor named its kernel, else
+    None: among several sites of one kernel, the one that continues the sequence of the
+    kernel before it, else the sites in turn."""
+    named: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for m, sites in enumerate(modules):
+        for p, site in enumerate(sites):
+            if not site.extern:
+                named[site.kernel].append((m, p))
+    anchors: list[tuple[int, int] | None] = []
+    turn: dict[str, int] = defaultdict(int)
+    last: tuple[int, int] | None = None
+    for e in events:
+        cands = named.get(event_kernel_name(e.name))
+        if not cands:
+            anchors.append(None)
+            continue
+        pick = next((c for c in cands if last is not None and c[0] == last[0] and c[1] > last[1]), None)
+        if pick is None or len(cands) == 1:
+            pick = cands[turn[e.name] % len(cands)]
+        turn[e.name] += 1
+        anchors.append(pick)
+        last = pick
+    return anchors
 
 
-def compatible(event: Interval, site: Site) -> bool:
-    """Whether a library or ATen event can come from this extern call: on a CPU the op's
-    own name ("aten::convolution_backward"); on a GPU the vendor kernel's kind: a cuDNN
-    dgrad kernel is a convolution's; a GEMM an mm's or a convolution's (cuDNN runs a 1x1
-    convolution as a GEMM: nvjet and cuBLASLt kernels under mixnet_l's pointwise
-    convolutions on an H100); any other kernel (a layout transform, an ATen elementwise
-    kernel) any extern call's."""
-    op = extern_op(site.kernel)
-    if event.cat == "cpu_op":
-        return event.name.split("::")[-1] == op
-    if _CONV_NAME_RE.search(event.name):
-        return "conv" in op
-    if _GEMM_NAME_RE.search(event.name):
-        return _is_mm(op) or "conv" in op
-    return True
-
-
-def _fitting(event: Interval, gap: Sequence[Site]) -> list[Site]:
-    """The extern calls of a gap that can launch `event`; a GEMM goes to an mm call where
-    the gap has one, rather than to a convolution beside it."""
-    fits = [s for s in gap if compatible(event, s)]
-    if event.cat != "cpu_op" and _GEMM_NAME_RE.search(event.name) and not _CONV_NAME_RE.search(event.name):
-        mm = [s for s in fits if _is_mm(extern_op(s.kernel))]
-        return mm or fits
-    return fits
+def _neighbours(anchors: Sequence[tuple[int, int] | None]) -> tuple[list, list]:
+    """For each event, the named site before it (or its own) and the one after it."""
+    prev: list[tuple[int, int] | None] = []
+    cur = None
+    for a in anchors:
+        cur = a if a is not None else cur
+        prev.append(cur)
+    nxt: list[tuple[int, int] | None] = [None] * len(anchors)
+    cur = None
+    for i in range(len(anchors) - 1, -1, -1):
+        cur = anchors[i] if anchors[i] is not None else cur
+        nxt[i] = cur
+    return prev, nxt
 
 
 def attribute_events(events: Sequence[Interval], modules: Sequence[Sequence[Site]], runs: int,
@@ -133,37 +137,9 @@ def attribute_events(events: Sequence[Interval], modules: Sequence[Sequence[Site
     each event, the ATen op call that launched it (any value that tells one call from
     another, as kernel_links gives), or None; a CPU trace's op event is its own link.
     `run_of`: each event's profiled call (trace.run_index), for each layer's typical time."""
-    named: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for m, sites in enumerate(modules):
-        for p, site in enumerate(sites):
-            if not site.extern:
-                named[site.kernel].append((m, p))
-    # first pass: the kernels Inductor named
-    anchors: list[tuple[int, int] | None] = []
-    turn: dict[str, int] = defaultdict(int)
-    last: tuple[int, int] | None = None
-    for e in events:
-        cands = named.get(event_kernel_name(e.name))
-        if not cands:
-            anchors.append(None)
-            continue
-        pick = next((c for c in cands if last is not None and c[0] == last[0] and c[1] > last[1]), None)
-        if pick is None or len(cands) == 1:
-            pick = cands[turn[e.name] % len(cands)]
-        turn[e.name] += 1
-        anchors.append(pick)
-        last = pick
+    anchors = _anchors(events, modules)
     placed = Placed(runs=runs, run_of=list(run_of) if run_of is not None else None)
-    prev: list[tuple[int, int] | None] = []
-    cur = None
-    for a in anchors:
-        cur = a if a is not None else cur
-        prev.append(cur)
-    nxt: list[tuple[int, int] | None] = [None] * len(anchors)
-    cur = None
-    for i in range(len(anchors) - 1, -1, -1):
-        cur = anchors[i] if anchors[i] is not None else cur
-        nxt[i] = cur
+    prev, nxt = _neighbours(anchors)
     i = 0
     while i < len(events):
         e, anchor = events[i], anchors[i]
@@ -174,8 +150,8 @@ def attribute_events(events: Sequence[Interval], modules: Sequence[Sequence[Site
         j = i  # the run of unnamed kernels between the same two named ones: one gap
         while j < len(events) and anchors[j] is None:
             j += 1
-        gap = _extern_between(modules, prev[i], nxt[i])
-        outside = _between_graphs(modules, prev[i], nxt[i])
+        gap = extern_between(modules, prev[i], nxt[i])
+        outside = between_graphs(modules, prev[i], nxt[i])
         own_links = [links[k] if links is not None else None for k in range(i, j)]
         for k, (e, got) in enumerate(zip(events[i:j], place_gap(events[i:j], gap, own_links)), start=i):
             ms = e.dur_us / 1000 / runs
@@ -191,122 +167,6 @@ def attribute_events(events: Sequence[Interval], modules: Sequence[Sequence[Site
     for name, by_line in placed.source_ms.items():  # a kernel's line: its costliest site's
         placed.sources[name] = max(by_line.items(), key=lambda kv: kv[1])[0]
     return placed
-
-
-def place_gap(events: Sequence[Interval], gap: Sequence[Site],
-              links: Sequence[object | None]) -> list[tuple[list[tuple[Site, float]], str] | None]:
-    """Each kernel of one gap (the kernels between two named ones, in order) on the extern
-    calls of the gap (`gap`, in call order): ([(site, share)], how), or None where no call
-    can have launched it.
-
-    One fitting call: that one. Several: the calls run in order, and so do the ops that
-    launched the kernels, so the n-th op (a link; a CPU trace's op event is its own) goes to
-    the n-th call that can launch it, in order. Without links, segment_by_kind; and only
-    where neither tells, the fitting calls share the kernel."""
-    out: list[tuple[list[tuple[Site, float]], str] | None] = [None] * len(events)
-    fits = [_fitting(e, gap) for e in events]
-    ambiguous = [k for k, f in enumerate(fits) if len(f) > 1]
-    for k, f in enumerate(fits):
-        if len(f) == 1:
-            out[k] = ([(f[0], 1.0)], BY_ORDER)
-    if not ambiguous:
-        return out
-    op_of = [e if e.cat == "cpu_op" else link for e, link in zip(events, links)]
-    if all(op_of[k] is not None for k in ambiguous):
-        for k, site in _place_by_op(gap, op_of, ambiguous).items():
-            out[k] = ([(site, 1.0)], BY_LINK) if site is not None else None
-        return out
-    by_kind = segment_by_kind([events[k] for k in ambiguous], [s for s in gap if any(s in fits[k] for k in ambiguous)])
-    if by_kind is not None:
-        for k, site in zip(ambiguous, by_kind):
-            out[k] = ([(site, 1.0)], BY_KIND)
-        return out
-    for k in ambiguous:
-        out[k] = ([(s, 1.0 / len(fits[k])) for s in fits[k]], BY_ORDER_SHARED)
-    return out
-
-
-def _op_name(op: object) -> str | None:
-    """The ATen op of a link: a CPU trace's op event, or kernel_links' (name, start)."""
-    name = op.name if isinstance(op, Interval) else op[0] if isinstance(op, tuple) and op else None
-    return str(name).split("::")[-1] if name else None
-
-
-def _place_by_op(gap: Sequence[Site], op_of: Sequence[object | None], which: Sequence[int]) -> dict[int, Site | None]:
-    """The kernels `which` of a gap on its calls by the ops that launched them (hashable
-    values, one per op call): the ops in the order they ran, each on the next call of its
-    op (extern_kernels.convolution runs aten::convolution). A kernel whose op is no call of
-    the gap (a `zero_` between two calls) goes nowhere."""
-    site_of: dict[object, Site | None] = {}
-    cursor = 0
-    for k in which:
-        op = op_of[k]
-        if op in site_of:
-            continue
-        name = _op_name(op)
-        at = next((c for c in range(cursor, len(gap)) if extern_op(gap[c].kernel) == name), None)
-        site_of[op] = gap[at] if at is not None else None
-        if at is not None:
-            cursor = at + 1
-    return {k: site_of[op_of[k]] for k in which}
-
-
-def segment_by_kind(events: Sequence[Interval], calls: Sequence[Site]) -> list[Site] | None:
-    """Without a link, the kernels of several calls (in launch order) cut in call order
-    where their kinds say how: each call launches as many main kernels (a convolution's or
-    a GEMM's: fprop, dgrad, wgrad, gemm), so main kernel i goes to call i // (mains /
-    calls), and a helper kernel (a layout transform, a memset, a split-K reduction) to the
-    call of the main kernel before it (the first call's, before any). None where the main
-    kernels do not divide evenly among the calls, or a call cannot launch its kernels."""
-    if not calls:
-        return None
-    mains = [k for k, e in enumerate(events) if _CONV_NAME_RE.search(e.name) or _GEMM_NAME_RE.search(e.name)]
-    if not mains or len(mains) % len(calls):
-        return None
-    each = len(mains) // len(calls)
-    call_of_main = {k: calls[n // each] for n, k in enumerate(mains)}
-    out, current = [], calls[0]
-    for k, e in enumerate(events):
-        current = call_of_main.get(k, current)
-        if not compatible(e, current):
-            return None
-        out.append(current)
-    return out
-
-
-def _extern_between(modules: Sequence[Sequence[Site]], before: tuple[int, int] | None,
-                    after: tuple[int, int] | None) -> list[Site]:
-    """The extern calls that can run between two placed kernels: after `before` in its
-    module up to its next generated kernel, and before `after` in its module back to the
-    generated kernel before it."""
-    out: list[Site] = []
-    if before is not None:
-        for s in modules[before[0]][before[1] + 1:]:
-            if not s.extern:
-                break
-            out.append(s)
-    if after is not None and (before is None or after[0] != before[0]):
-        lead: list[Site] = []
-        for s in reversed(modules[after[0]][:after[1]]):
-            if not s.extern:
-                break
-            lead.append(s)
-        out.extend(reversed(lead))
-    return out
-
-
-def _between_graphs(modules: Sequence[Sequence[Site]], before, after) -> bool:
-    """Whether nothing of a compiled module is left between two placed kernels: the one
-    before ends its module's generated kernels and the one after starts its own."""
-    def last_generated(m: int) -> int:
-        return max((p for p, s in enumerate(modules[m]) if not s.extern), default=-1)
-
-    def first_generated(m: int) -> int:
-        return min((p for p, s in enumerate(modules[m]) if not s.extern), default=-1)
-
-    ends = before is None or before[1] == last_generated(before[0])
-    starts = after is None or after[1] == first_generated(after[0])
-    return ends and starts and (before is None or after is None or before[0] != after[0])
 
 
 def _run(placed: Placed, i: int) -> int | None:
