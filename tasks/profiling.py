@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable, cast
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from sweeper.analysis import breakdown as bd
+from sweeper.analysis import outside_graphs
 from sweeper.analysis import trace as tr
 from tasks.gc_watch import paused
 from tasks.timing import synchronize
@@ -127,13 +128,13 @@ def outside_parts(events: list[dict], kernels: list, placed: Placed, links: list
     from sweeper.analysis.attribution import OUTSIDE
 
     mark = f"not placed: {OUTSIDE}"
-    nodes = tr.autograd_nodes(events, kernels) if any(k.cat == "cpu_op" for k in kernels) else [None] * len(kernels)
+    nodes = outside_graphs.autograd_nodes(events, kernels) if any(k.cat == "cpu_op" for k in kernels) else [None] * len(kernels)
     out: dict[str, float] = {}
     for i, (k, (label, _)) in enumerate(zip(kernels, placed.events)):
         if label != mark:
             continue
         what = nodes[i] or (links[i][0] if links is not None and links[i] else None)
-        words = tr.outside_words(what)
+        words = outside_graphs.outside_words(what)
         out[words] = out.get(words, 0.0) + k.dur_us / 1000 / placed.runs * placed.scale
     return {k: round(v, 6) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
 
