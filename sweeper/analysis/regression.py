@@ -193,6 +193,29 @@ def verdict(r, threshold_pct: float) -> tuple[str, str]:
     return wall, ""
 
 
+def one_per_key(t: pd.DataFrame, cols: list[str], shares: list[str]) -> pd.DataFrame:
+    """One row a job configuration (`key`) of one sweep, with `cols`: the jobs of one
+    configuration (seed=0,1: its repeats) pooled, the median of those that finished ok,
+    their spread counted in the noise, and the label says so (the first repeat alone stood
+    for them, the others dropped without a word)."""
+    t = t.reindex(columns=list(dict.fromkeys([*cols, "job", "steady_step_ms", "compiled_step_ms"])))
+    t["step_ms"] = [wall_ms(r) for _, r in t.iterrows()]
+    t = t.assign(_notok=t["status"] != "ok").sort_values(["_notok", "job"])
+    first = t.drop_duplicates("key").set_index("key")
+    ok = t[t["status"] == "ok"]
+    numeric = [c for c in ("step_ms", "device_ms", "kernel_launches", "busy_pct", "eager_step_ms", *shares)]
+    for key, reps in ok.groupby("key"):
+        if len(reps) < 2:
+            continue
+        values = reps[numeric].apply(pd.to_numeric, errors="coerce")
+        first.loc[key, numeric] = values.median()
+        steps = values["step_ms"].dropna()
+        spread = 100 * (steps.max() - steps.min()) / 2 / steps.median() if len(steps) > 1 else 0.0
+        first.loc[key, "step_noise_pct"] = max(pd.to_numeric(reps["step_noise_pct"], errors="coerce").max(), spread)
+        first.loc[key, "label"] = f"{first.loc[key, 'label']} (median of {len(reps)} repeats)"
+    return first.reset_index()[cols]
+
+
 def compare_jobs(old: pd.DataFrame, new: pd.DataFrame, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
                  history: Mapping[str, float | None] | None = None,
                  device_history: Mapping[str, float | None] | None = None) -> pd.DataFrame:
@@ -204,28 +227,8 @@ def compare_jobs(old: pd.DataFrame, new: pd.DataFrame, threshold_pct: float = DE
     cols = ["key", "label", "status", "step_ms", "step_noise_pct", "device_ms", "kernel_launches", "busy_pct", "gpu",
             "eager_step_ms", "accuracy", *shares]
 
-    def one_per_key(t: pd.DataFrame) -> pd.DataFrame:
-        # jobs of one configuration (seed=0,1: its repeats) pooled: the median of those that
-        # finished ok, their spread counted in the noise, and the label says so (the first
-        # repeat alone stood for them, the others dropped without a word)
-        t = t.reindex(columns=list(dict.fromkeys([*cols, "job", "steady_step_ms", "compiled_step_ms"])))
-        t["step_ms"] = [wall_ms(r) for _, r in t.iterrows()]
-        t = t.assign(_notok=t["status"] != "ok").sort_values(["_notok", "job"])
-        first = t.drop_duplicates("key").set_index("key")
-        ok = t[t["status"] == "ok"]
-        numeric = [c for c in ("step_ms", "device_ms", "kernel_launches", "busy_pct", "eager_step_ms", *shares)]
-        for key, reps in ok.groupby("key"):
-            if len(reps) < 2:
-                continue
-            values = reps[numeric].apply(pd.to_numeric, errors="coerce")
-            first.loc[key, numeric] = values.median()
-            steps = values["step_ms"].dropna()
-            spread = 100 * (steps.max() - steps.min()) / 2 / steps.median() if len(steps) > 1 else 0.0
-            first.loc[key, "step_noise_pct"] = max(pd.to_numeric(reps["step_noise_pct"], errors="coerce").max(), spread)
-            first.loc[key, "label"] = f"{first.loc[key, 'label']} (median of {len(reps)} repeats)"
-        return first.reset_index()[cols]
-
-    m = one_per_key(old).merge(one_per_key(new), on="key", how="outer", suffixes=("_old", "_new"))
+    m = one_per_key(old, cols, shares).merge(one_per_key(new, cols, shares), on="key", how="outer",
+                                             suffixes=("_old", "_new"))
     m["label"] = m["label_new"].fillna(m["label_old"])
     m["step_change_pct"] = (m["step_ms_new"] / m["step_ms_old"] - 1) * 100
     hist = pd.Series({k: v for k, v in (history or {}).items() if v is not None}, dtype=float)
