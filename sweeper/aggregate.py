@@ -26,7 +26,7 @@ from sweeper.reporting.notes import all_notes
 from sweeper.reporting.roofline import most_to_win, ranking
 from sweeper.reporting.overview import SMALL_SWEEP_JOBS, overview
 from sweeper.reporting.sweep_tables import records_manifest, write_table
-from sweeper.reporting.changes_text import history_changes
+from sweeper.reporting.changes_read import history_changes
 from sweeper.reporting.sweeps import compare_builds, earlier_comparison
 
 TABLES_DIR, FIGURES_DIR, REPORT_FILE = "tables", "figures", "report.html"

@@ -221,7 +221,8 @@ def _compare_builds(args, sweep: Path) -> int:
 
 def _changes(args) -> int:
     from sweeper.analysis.changes import VERDICTS, WINDOW
-    from sweeper.reporting.changes_text import changes_frame, changes_text, read_changes
+    from sweeper.reporting.changes_read import read_changes
+    from sweeper.reporting.changes_text import changes_frame, changes_text
 
     if not args.root.is_dir():
         print(f"sweeper.history: {args.root} is not a folder: give the folder that holds the nights "

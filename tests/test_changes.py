@@ -103,7 +103,7 @@ def test_changes_bad_input(tmp_path, forty):
 def test_report_and_trend_carry_the_history(forty, tmp_path):
     from sweeper.reporting.compare_sections import history_section
     from sweeper.reporting.load import LoadedSweep
-    from sweeper.reporting.changes_text import history_changes
+    from sweeper.reporting.changes_read import history_changes
     from sweeper.reporting.trend import trend_figure
 
     with_change, _ = forty
@@ -253,7 +253,8 @@ def test_clean_takes_out_the_machine_night_and_two_configs():
 def test_a_drift_is_one_line_and_an_episode_no_change():
     """+0.3% a night over 30 nights in 40 jobs: one drift of the family, not a step at every
     few nights; one job's 6-night bump of its step that comes back: no slower and faster pair."""
-    from sweeper.reporting.changes_text import Changes, changes_text
+    from sweeper.reporting.changes_read import Changes
+    from sweeper.reporting.changes_text import changes_text
 
     rng = np.random.default_rng(5)
     n, jobs = 30, [f"j{j}" for j in range(40)]
@@ -277,7 +278,7 @@ def test_a_drift_is_one_line_and_an_episode_no_change():
 def test_the_first_screen_says_a_machine_night_first(tmp_path):
     """A history whose last night is a neighbour's: the report's change points say that night
     the machine's, and the compare's flags under them are told so (compare_sections)."""
-    from sweeper.reporting.changes_text import changes_of
+    from sweeper.reporting.changes_read import changes_of
     from sweeper.reporting.compare_sections import _machine_tonight, history_section
 
     bench = _bench()
@@ -322,7 +323,9 @@ def test_versions_cover_a_night_off_and_the_rate_names_its_histories():
     """A torch upgrade at night 10 read on a change located at night 11 said "no version
     changed"; the versions listed now cover the night before and after. And the A/A rate
     names the size and the noise of the histories it was measured on, and this history's size."""
-    from sweeper.reporting.changes_text import Changes, change_line, false_rate_line
+    from sweeper.reporting.change_rates import false_rate_line
+    from sweeper.reporting.changes_read import Changes
+    from sweeper.reporting.changes_text import change_line
 
     h = ch.History([f"n{t:02d}" for t in range(14)], ["j0"], {"j0": "j0"})
     h.versions = [{"torch": "2.10.0"}] * 10 + [{"torch": "2.11.0"}] * 4

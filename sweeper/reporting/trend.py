@@ -132,7 +132,7 @@ def change_marks(ax, sweeps: list[Path], data: pd.DataFrame) -> list[str]:
     """The change points of these sweeps (`history changes`' analysis) drawn on the trend:
     a dotted vertical line at the first night of each (the largest MARKED), numbered, with
     its words in the legend. Returns those words; none under changes_text.MIN_NIGHTS nights."""
-    from sweeper.reporting.changes_text import MIN_NIGHTS, changes_of
+    from sweeper.reporting.changes_read import MIN_NIGHTS, changes_of
 
     if len(sweeps) < MIN_NIGHTS:
         return []
