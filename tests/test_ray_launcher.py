@@ -602,7 +602,7 @@ def test_embedded_ray_listens_on_loopback_only_without_dashboard_and_with_token_
 SHARE_CHECK = r"""
 import json, os
 import ray
-from hydra_plugins.sweeper_ray._ray import compile_threads_share
+from hydra_plugins.sweeper_ray._node import compile_threads_share
 ray.init(address="local", num_cpus=4, num_gpus=2, include_dashboard=False)  # its own Ray, never another on this machine; two GPUs as Ray resources (none are used)
 
 @ray.remote(num_gpus=1, num_cpus=1)
