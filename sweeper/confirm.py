@@ -265,3 +265,20 @@ def confirm_lines(results: list[PairResult]) -> list[str]:
     for r in results:
         lines.append(f"- {r.pair.label}: " + (r.confirmed.words() if r.confirmed else f"could not confirm: {r.error}"))
     return lines
+
+
+def write_confirm_csv(results: list, out: Path) -> Path:
+    """confirm.csv in `out`: a row a job, its verdict, shift and interval, and its rounds."""
+    import pandas as pd
+
+    rows = [{"job": r.pair.label, "verdict": r.confirmed.verdict if r.confirmed else "could not confirm",
+             "shift_pct": r.confirmed.shift_pct if r.confirmed else None,
+             "ci_low_pct": r.confirmed.ci_pct[0] if r.confirmed else None,
+             "ci_high_pct": r.confirmed.ci_pct[1] if r.confirmed else None,
+             "p_value": r.confirmed.p_value if r.confirmed else None,
+             "cliffs_delta": r.confirmed.cliffs_delta if r.confirmed else None,
+             "old_rounds_ms": json.dumps(r.old_rounds), "new_rounds_ms": json.dumps(r.new_rounds),
+             "error": r.error} for r in results]
+    out.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(out / "confirm.csv", index=False)
+    return out / "confirm.csv"

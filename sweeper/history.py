@@ -16,7 +16,6 @@ into a sweep folder; files are written only where --out says.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from sweeper.analysis.regression import DEFAULT_THRESHOLD_PCT
 from sweeper.reporting import sweeps as sw
 from sweeper.reporting.compare_text import compare_text, write_compare
 from sweeper.reporting.load import AggregateError
-from sweeper.reporting.trend import trend_figure
+from sweeper.reporting.trend import trend_command
 from sweeper.words import count
 
 COMPARE_HELP = """Compare NEW_SWEEP with OLD_SWEEP (default: the latest complete sweep that started
@@ -138,11 +137,10 @@ def _parser() -> argparse.ArgumentParser:
 def _out_problem(args) -> str | None:
     """Why --out cannot be written, asked before any analysis (a traceback after minutes of
     it helped nobody); None where it can."""
-    out = getattr(args, "out", None)
-    if out is None:
-        return None
     from sweeper.record import write_problem
 
+    if (out := getattr(args, "out", None)) is None:
+        return None
     why = write_problem(Path(out).parent if args.cmd == "trend" else Path(out))
     return f"--out {out} cannot be written ({why}): give a folder you can write" if why else None
 
@@ -246,7 +244,7 @@ def _changes(args) -> int:
 
 def _confirm(args) -> int:
     from sweeper.analysis.confirm_stats import MIN_ROUNDS
-    from sweeper.confirm import ConfirmError, Interrupted, confirm_lines, run_confirm
+    from sweeper.confirm import ConfirmError, Interrupted, confirm_lines, run_confirm, write_confirm_csv
 
     for name, path in (("NEW", args.new), ("OLD", args.old)):
         if not path.is_dir():
@@ -282,19 +280,7 @@ def _confirm(args) -> int:
     print(f"# confirmation of {count(len(results), 'job')}: {args.new} against {args.old}")
     print("\n".join(confirm_lines(results)) if results else "nothing to confirm")
     if args.out:
-        import pandas as pd
-
-        rows = [{"job": r.pair.label, "verdict": r.confirmed.verdict if r.confirmed else "could not confirm",
-                 "shift_pct": r.confirmed.shift_pct if r.confirmed else None,
-                 "ci_low_pct": r.confirmed.ci_pct[0] if r.confirmed else None,
-                 "ci_high_pct": r.confirmed.ci_pct[1] if r.confirmed else None,
-                 "p_value": r.confirmed.p_value if r.confirmed else None,
-                 "cliffs_delta": r.confirmed.cliffs_delta if r.confirmed else None,
-                 "old_rounds_ms": json.dumps(r.old_rounds), "new_rounds_ms": json.dumps(r.new_rounds),
-                 "error": r.error} for r in results]
-        args.out.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame(rows).to_csv(args.out / "confirm.csv", index=False)
-        print(f"wrote {args.out / 'confirm.csv'}")
+        print(f"wrote {write_confirm_csv(results, args.out)}")
     if interrupted:
         return 130  # as a shell reports Ctrl-C
     failed = [r for r in results if r.confirmed is None]
@@ -305,20 +291,7 @@ def _confirm(args) -> int:
 
 
 def _trend(args) -> int:
-    sweeps, notes = sw.complete_sweeps_under(args.outputs)
-    for n in notes:
-        print(f"sweeper.history: {n}", file=sys.stderr)
-    sweeps = sweeps[-args.last:]
-    if not sweeps:
-        print(f"sweeper.history: no complete sweep (summary.json, not interrupted) under {args.outputs}", file=sys.stderr)
-        return 2
-    out, data = trend_figure(sweeps, args.out or args.outputs / "trend.png")
-    for n in data.attrs.get("unreadable", []):
-        print(f"sweeper.history: {n}", file=sys.stderr)
-    print(f"trend of {count(len(sweeps), 'sweep')}: wrote {out}")
-    for words in data.attrs.get("change_points", []):
-        print(f"marked: {words} (python -m sweeper.history changes {args.outputs})")
-    return 0
+    return trend_command(args.outputs, args.last, args.out)
 
 
 if __name__ == "__main__":

@@ -157,3 +157,24 @@ def change_marks(ax, sweeps: list[Path], data: pd.DataFrame) -> list[str]:
                     ha="center", va="bottom")
         words.append(text)
     return words
+
+
+def trend_command(outputs: Path, last: int, out_path: Path | None) -> int:
+    """`python -m sweeper.history trend`: the figure of the last `last` complete sweeps under
+    `outputs`, what it left out and the change points it marks said; its exit code."""
+    import sys
+
+    sweeps, notes = sw.complete_sweeps_under(outputs)
+    for n in notes:
+        print(f"sweeper.history: {n}", file=sys.stderr)
+    sweeps = sweeps[-last:]
+    if not sweeps:
+        print(f"sweeper.history: no complete sweep (summary.json, not interrupted) under {outputs}", file=sys.stderr)
+        return 2
+    out, data = trend_figure(sweeps, out_path or outputs / "trend.png")
+    for n in data.attrs.get("unreadable", []):
+        print(f"sweeper.history: {n}", file=sys.stderr)
+    print(f"trend of {count(len(sweeps), 'sweep')}: wrote {out}")
+    for words in data.attrs.get("change_points", []):
+        print(f"marked: {words} (python -m sweeper.history changes {outputs})")
+    return 0
