@@ -523,3 +523,24 @@ def test_a_tag_after_a_gradient_addition_line_is_read():
             + nt.tag_line("backward", None, None, "add_2", elems=1024, op="add", inputs=("where", "getitem_3")))
     (tag,) = nt.read_tags(line)
     assert tag.node == "add_2" and tag.inputs == ("where", "getitem_3") and tag.layer is None
+
+
+def test_a_module_whose_nodes_are_only_views_is_not_named_beside_those_that_work():
+    """A module whose only nodes in a kernel are views did none of its work: it showed in
+    kernel labels at 0 ms (issue on attribution with no blind spots, item 7)."""
+    stacks = {"cpp_fused_relu_0:1": [
+        "File \"m.py\", line 3, in forward\n" + nt.tag_line("forward", "L['self'].act", "ReLU", "relu", elems=64, op="relu"),
+        "File \"m.py\", line 4, in forward\n" + nt.tag_line("forward", "L['self'].flat", "Flatten", "view", elems=64,
+                                                             view=True, op="view", inputs=("relu",))]}
+    (site,) = ls.sites_of("# [Provenance debug handles] cpp_fused_relu_0:1\n", stacks)
+    assert [la.path for la in site.layers] == ["act"] and site.layer_shares() == pytest.approx((1.0,))
+    only_views = {"cpp_fused_relu_0:1": stacks["cpp_fused_relu_0:1"][1:]}
+    (alone,) = ls.sites_of("# [Provenance debug handles] cpp_fused_relu_0:1\n", only_views)
+    assert [la.path for la in alone.layers] == ["flat"]  # nothing else here: the view's module stays
+
+
+def test_a_cpus_matmul_peak_reads_as_its_value_not_zero():
+    from sweeper.reporting.job_columns import roofline_columns
+
+    got = roofline_columns({"roofline": {"roofs": {"matmul_tflops": {"float32": 0.0412, "bfloat16": 806.84}}}})
+    assert got["matmul_tflops"] == "float32 0.0412, bfloat16 806.8"

@@ -180,7 +180,9 @@ def _site(kernel: str, handle: int, extern: bool, nodes: tuple[str, ...], aten: 
         by_layer[tag.layer] = by_layer.get(tag.layer, 0.0) + w
         if tag.layer not in line_of or (w > line_of[tag.layer][0] and line):
             line_of[tag.layer] = (w, line or line_of.get(tag.layer, (0.0, None))[1])
-    layers = sorted(by_layer, key=lambda la: -by_layer[la])  # sorted() is stable: ties keep their order
+    # a module whose nodes here are only views (weight 0) does none of the kernel's work: not
+    # named beside those that do (it showed in kernel labels at 0 ms)
+    layers = sorted((la for la in by_layer if by_layer[la] > 0 or not total), key=lambda la: -by_layer[la])
     return Site(kernel, handle, extern, layers=tuple(layers),
                 sources=tuple(sorted(lines, key=lambda ln: -lines[ln])),
                 layer_sources=tuple(line_of[la][1] for la in layers), fx_nodes=nodes,

@@ -94,7 +94,8 @@ def roofline_columns(rec: Mapping[str, Any]) -> dict:
             "copy_gbps": roofs.get("copy_gbps"),
             "roofs_loaded": (f"{roofs['load']:g} {roofs.get('load_unit') or ''}".strip()
                              if roofs.get("loaded") and isinstance(roofs.get("load"), (int, float)) else None),
-            "matmul_tflops": ", ".join(f"{d} {v:.1f}" for d, v in peaks.items()) if peaks else None}
+            "matmul_tflops": ", ".join(f"{d} {v:.1f}" if v >= 1 else f"{d} {v:.3g}"  # a CPU's read "0.0"
+                                       for d, v in peaks.items()) if peaks else None}
 
 
 def gpu_state_columns(state: dict) -> dict:
