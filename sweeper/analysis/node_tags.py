@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from sweeper.analysis.op_costs import cost
+
 
 FORWARD, BACKWARD = "forward", "backward"
 
@@ -74,11 +76,12 @@ class Tag:
 
     @property
     def weight(self) -> float:
-        """Its share of a fused kernel's work: the elements it touches; none for a view or
-        a constant (a tag written before elements were tagged counts 1)."""
+        """Its share of a fused kernel's work: the elements it touches times what an element
+        of its op costs (sweeper/analysis/op_costs.py); none for a view or a constant (a tag
+        written before elements were tagged counts 1)."""
         if self.const or self.view:
             return 0.0
-        return float(self.elems) if self.elems is not None else 1.0
+        return (float(self.elems) if self.elems is not None else 1.0) * cost(self.op)
 
 
 def normalize_path(dynamo_path: str) -> str:
