@@ -142,8 +142,8 @@ def roofs(device: str, load: float | None = None) -> dict:
         kept = None
     got = {"key": k, **measure(device), "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
            "load": round(max(now, load_now(device) if load is None else now), 2), "load_unit": unit}
-    if kept is not None:
-        got = best(kept, got)
+    # every measurement said, the first too (the record's roofs always carry `measurements`)
+    got = best(kept, got) if kept is not None else {**got, "measurements": [_summary(got)]}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists() and not path.is_file():

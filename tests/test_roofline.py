@@ -142,6 +142,7 @@ def test_a_job_on_an_idle_host_replaces_roofs_measured_under_load_never_the_reve
     _fake_measure(monkeypatch, roofs, 20.0)
     loaded = roofs.roofs("cpu", load=1.6)
     assert loaded["copy_gbps"] == 20.0 and loaded["loaded"] and loaded["load"] == 1.6 and loaded["load_unit"] == "cores"
+    assert [m["load"] for m in loaded["measurements"]] == [1.6]  # the first measurement said too (issue 74, item 7)
     _fake_measure(monkeypatch, roofs, 10.0)  # busier still: the kept roofs stand
     busier = roofs.roofs("cpu", load=1.9)
     assert busier["reused"] and busier["copy_gbps"] == 20.0
