@@ -1,8 +1,10 @@
 """Command lines the tool prints for its users, and reads back (pure): both the sweep side
-(the closing report) and the reporting side (report.html) print them."""
+(the closing report) and the reporting side (report.html) print them; and what the
+commands share in reading their own (a count's argument type, a closed pipe)."""
 
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 from typing import Any
@@ -69,3 +71,15 @@ def closing_pipe_quietly(main):
             sys.exit(1)
 
     return run
+
+
+def positive(text: str) -> int:
+    """An argument that counts something: a whole number of at least 1 (`--last 0` read every
+    night, `--last -1` dropped one, `--top -3` printed nonsense)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: give 1 or more")
+    return value

@@ -165,23 +165,32 @@ class Side:
         return statistics.median(self.wait(ROUND_TIMEOUT_S)["ms"])
 
     def close(self, at_once: bool = False) -> None:
-        if at_once:  # Ctrl-C: the worker's whole process group (its compile workers too), now
-            import signal
-
+        """The worker told to quit and waited for (at most 30 s), or, `at_once` (Ctrl-C, or
+        anything else that ends the confirmation early), its whole process group (its
+        compile workers too) killed now. A Ctrl-C during the wait kills it too."""
+        if not at_once:
             try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except OSError:
+                if self.proc.stdin is not None:
+                    self.proc.stdin.write("quit\n")
+                    self.proc.stdin.close()
+                self.proc.wait(timeout=30)
+                self.log.close()
+                return
+            except (OSError, subprocess.TimeoutExpired):
                 pass
-            self.proc.wait()
-            self.log.close()
-            return
+            except KeyboardInterrupt:
+                self._kill()
+                raise
+        self._kill()
+
+    def _kill(self) -> None:
+        import signal
+
         try:
-            if self.proc.stdin is not None:
-                self.proc.stdin.write("quit\n")
-                self.proc.stdin.close()
-            self.proc.wait(timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            self.proc.kill()
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.proc.wait()
         self.log.close()
 
 
@@ -191,7 +200,7 @@ def confirm_pair(pair: Pair, work: Path, rounds: int, calls: int | None, process
     (old, new, new, old, ...; a side's rounds dealt over its processes in turn)."""
     sides: list[Side] = []
     got: dict[str, list[float]] = {}
-    interrupted = False
+    interrupted = True  # until it ends as planned: any other end (a Ctrl-C anywhere) kills the sides at once
     try:
         for k in range(processes):
             sides += [Side(f"old#{k + 1}", pair.old_dir, work / f"old{k + 1}", say),
@@ -211,12 +220,13 @@ def confirm_pair(pair: Pair, work: Path, rounds: int, calls: int | None, process
                 got[s.name].append(s.round(n))
         old_rounds = [x for s in old for x in got[s.name]]
         new_rounds = [x for s in new for x in got[s.name]]
+        interrupted = False
         return PairResult(pair, confirm(old_rounds, new_rounds, old_by_process=[got[s.name] for s in old],
                                         new_by_process=[got[s.name] for s in new]), None, old_rounds, new_rounds)
     except (ConfirmError, ValueError) as e:
+        interrupted = False
         return PairResult(pair, None, str(e))
     except KeyboardInterrupt:
-        interrupted = True
         old_rounds = [x for name, v in got.items() if name.startswith("old") for x in v]
         new_rounds = [x for name, v in got.items() if name.startswith("new") for x in v]
         raise Interrupted([PairResult(pair, None, f"interrupted (Ctrl-C) after {len(old_rounds)} rounds old and "

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from sweeper.analysis.regression import DEFAULT_THRESHOLD_PCT
+from sweeper.command_line import positive
 from sweeper.reporting import sweeps as sw
 from sweeper.reporting.compare_text import compare_text, write_compare
 from sweeper.reporting.load import AggregateError
@@ -71,18 +72,6 @@ TREND_HELP = """Draw each job's compiled step time over the last complete sweeps
 by the date each sweep started."""
 
 
-def _positive(text: str) -> int:
-    """An argument that counts something: a whole number of at least 1 (`--last 0` read every
-    night, `--last -1` dropped one, `--top -3` printed nonsense)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value}: give 1 or more")
-    return value
-
-
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m sweeper.history", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -105,8 +94,8 @@ def _parser() -> argparse.ArgumentParser:
     g = sub.add_parser("changes", help="change points over the nightly history", description=CHANGES_HELP,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument("root", type=Path, help="the folder holding the nights (e.g. outputs/nightly), as trend reads it")
-    g.add_argument("--last", type=_positive, default=30, help="how many complete nights (default %(default)s)")
-    g.add_argument("--top", type=_positive, default=20, help="changes listed (default %(default)s)")
+    g.add_argument("--last", type=positive, default=30, help="how many complete nights (default %(default)s)")
+    g.add_argument("--top", type=positive, default=20, help="changes listed (default %(default)s)")
     g.add_argument("--out", type=Path, help="also write changes.csv into this folder")
     g.add_argument("--fail-on-regression", action="store_true",
                    help="exit with code 1 when a change to slower, larger or failing starts within the last "
@@ -121,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--processes", type=int, default=2,
                    help="processes a side, the rounds dealt over them: a shift within one side's own processes' "
                         "spread is not confirmed (default %(default)s)")
-    f.add_argument("--calls", type=_positive, help="calls of the step a round (default: the job's measure.timed_steps)")
+    f.add_argument("--calls", type=positive, help="calls of the step a round (default: the job's measure.timed_steps)")
     f.add_argument("--out", type=Path, help="the work folders and confirm.csv go here (default: a temporary folder)")
     f.add_argument("--python", action="append", default=[], metavar="PATH",
                    help="an interpreter a side may run under besides this one (a record names the interpreter its "
@@ -129,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--fail-on-regression", action="store_true", help="exit with code 1 when a job is confirmed slower")
     t = sub.add_parser("trend", help="compiled step time over the last sweeps", description=TREND_HELP)
     t.add_argument("outputs", type=Path, help="the folder holding the sweeps (e.g. outputs/nightly)")
-    t.add_argument("--last", type=_positive, default=10, help="how many complete sweeps (default %(default)s)")
+    t.add_argument("--last", type=positive, default=10, help="how many complete sweeps (default %(default)s)")
     t.add_argument("--out", type=Path, help="the figure's path (default: OUTPUTS_DIR/trend.png)")
     return ap
 
@@ -269,6 +258,9 @@ def _confirm(args) -> int:
     except ConfirmError as e:
         print(f"sweeper.history: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C before any side started (reading the sweeps): nothing to keep
+        print("sweeper.history: interrupted (Ctrl-C) before any job ran", file=sys.stderr)
+        return 130
     except Interrupted as stop:  # Ctrl-C: what was done is kept and written, and it ends now
         results, notes = stop.results, ["interrupted (Ctrl-C): the rounds taken are kept, no verdict on the pair "
                                         "in hand"]
