@@ -41,7 +41,7 @@ browser:
 # process of its own, the tests marked `beside`: first those that wait out a stalled or hung
 # job's time limit (a core's worth of waiting that the two workers fill), then a few
 # self-contained files on the cores that the workers' own waits leave idle; then the tests
-# marked `alone` (the host-load reading), with nothing beside them.
+# marked `alone` (the host-load reading, confirm's exit after Ctrl-C), with nothing beside them.
 # A run that selects no `beside` or no `alone` test exits 5: not a failure here (the
 # workers' 5 still is). All three share one folder of the run's stores and C++ kernel
 # cache (tests/conftest.py).
